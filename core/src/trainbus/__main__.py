@@ -1,0 +1,5 @@
+import sys
+
+from trainbus.cli import main
+
+sys.exit(main())

@@ -1,0 +1,55 @@
+"""``DEFAULT_CALLBACKS()`` / ``DEFAULT_MONITORS()``: collected from installed plugins through
+the contribution hooks, in tensorpack's documented order. No TensorFlow import here."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from trainbus._manager import PluginWarning, TrainbusPluginManager
+
+__all__ = ["DEFAULT_CALLBACKS", "DEFAULT_MONITORS", "EXPECTED_CALLBACKS", "EXPECTED_MONITORS"]
+
+#: (slot, class name, distribution) of tensorpack's documented defaults
+EXPECTED_CALLBACKS = (
+    (10, "MovingAverageSummary", "trainbus-summary"),
+    (20, "ProgressBar", "trainbus-steps"),
+    (30, "MergeAllSummaries", "trainbus-summary"),
+    (40, "RunUpdateOps", "trainbus-graph"),
+)
+EXPECTED_MONITORS = (
+    (10, "TFEventWriter", "trainbus-monitor-tfevents"),
+    (20, "JSONWriter", "trainbus-monitor-json"),
+    (30, "ScalarPrinter", "trainbus-monitor-stdout"),
+)
+
+
+def _collect(hook: str, expected: tuple, label: str) -> list[Any]:
+    pm = TrainbusPluginManager()
+    pm.load_ambient()
+    entries: list[tuple[int, Any]] = []
+    for contributed in getattr(pm.hook, hook)():
+        for slot, factory in contributed:
+            entries.append((slot, factory))
+    entries.sort(key=lambda e: e[0])
+    made = [factory() for _, factory in entries]
+    names = {type(x).__name__ for x in made}
+    missing = [(name, dist) for _, name, dist in expected if name not in names]
+    if missing:
+        hint = "; ".join(f"{name} (pip install {dist})" for name, dist in missing)
+        warnings.warn(f"{label}() is missing {hint}; or install them all with pip install 'trainbus[standard]'",
+                      PluginWarning, stacklevel=3)
+    return made
+
+
+def DEFAULT_CALLBACKS() -> list[Any]:
+    """The default callbacks of ``TrainConfig`` and ``Trainer.train_with_defaults``:
+    ``MovingAverageSummary()``, ``ProgressBar()``, ``MergeAllSummaries()``, ``RunUpdateOps()``
+    (those whose plugin is installed; a warning names the missing ones)."""
+    return _collect("default_callbacks", EXPECTED_CALLBACKS, "DEFAULT_CALLBACKS")
+
+
+def DEFAULT_MONITORS() -> list[Any]:
+    """The default monitors: ``TFEventWriter()``, ``JSONWriter()``, ``ScalarPrinter()``
+    (those whose plugin is installed; a warning names the missing ones)."""
+    return _collect("default_monitors", EXPECTED_MONITORS, "DEFAULT_MONITORS")

@@ -1,0 +1,199 @@
+"""The plugin manager of a trainer: pluggy plus trainbus's ordering and validation rules."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import warnings
+from typing import Any, Iterable, Sequence
+
+import pluggy
+
+from trainbus import hookspecs
+from trainbus._exceptions import PluginLoadError
+
+log = logging.getLogger("trainbus.plugins")
+
+_DEFAULT_OPTS: dict[str, Any] = dict(
+    wrapper=False, hookwrapper=False, optionalhook=False, tryfirst=False, trylast=False, specname=None
+)
+_ORDER_OPTS = ("tryfirst", "trylast", "wrapper", "hookwrapper")
+
+
+class PluginWarning(UserWarning):
+    """A plugin was skipped or misbehaved; training goes on."""
+
+
+def strict_plugins() -> bool:
+    """``TRAINBUS_STRICT_PLUGINS=1`` turns plugin warnings into errors (for CI)."""
+    return os.environ.get("TRAINBUS_STRICT_PLUGINS", "") not in ("", "0", "false", "False")
+
+
+class TrainbusPluginManager(pluggy.PluginManager):
+    """pluggy's manager with trainbus's rules:
+
+    * callbacks and monitors are registered once, in order (``register_ordered``), so pluggy's
+      last-registered-first calling order gives back the user's order;
+    * a callback is registered only for the hooks it uses, and may not use
+      ``tryfirst``/``trylast``/wrappers (its position in the list is its priority);
+    * registration is frozen once training is set up.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(hookspecs.PROJECT)
+        for spec in hookspecs.ALL_SPECS:
+            self.add_hookspecs(spec)
+        self._ordered: list[Any] | None = None
+        self._plugin_dists: dict[str, str] = {}
+        if os.environ.get("TRAINBUS_TRACE_HOOKS"):
+            self.trace.root.setwriter(lambda msg: log.info("hook trace: %s", msg.rstrip()))
+            self.enable_tracing()
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+        from trainbus.callbacks.base import Callback
+
+        if isinstance(plugin, Callback):
+            # filter by name first: pluggy getattr()s every attribute, and properties such as
+            # Callback.epoch_num need a trainer that is not attached yet
+            if name not in plugin.hooks_used():
+                return None
+            opts = super().parse_hookimpl_opts(plugin, name)
+            if opts is None:
+                return dict(_DEFAULT_OPTS)  # MonitorBase.process_* are plain methods
+            bad = [k for k in _ORDER_OPTS if opts.get(k)]
+            if bad:
+                raise pluggy.PluginValidationError(
+                    plugin,
+                    f"{plugin}.{name} uses {', '.join(bad)}: a callback cannot; its position in the "
+                    "callbacks list is its order. Move it in the list instead.",
+                )
+            return opts
+        return super().parse_hookimpl_opts(plugin, name)
+
+    def register_ordered(self, members: Sequence[Any]) -> None:
+        """Register callbacks and monitors so that every hook calls them in this order."""
+        if self._ordered is not None:
+            raise RuntimeError("callbacks are already registered; the order is fixed once training is set up")
+        seen: set[int] = set()
+        for m in members:
+            if id(m) in seen:
+                raise ValueError(f"the callback {m} appears twice in the callbacks/monitors list; pass it once")
+            seen.add(id(m))
+        for index in reversed(range(len(members))):  # pluggy is LIFO: reverse in, in order out
+            self.register(members[index], name=f"callback[{index}]:{members[index]}")
+        self._ordered = list(members)
+        self.check_pending()
+
+    @property
+    def ordered(self) -> list[Any]:
+        return list(self._ordered or [])
+
+    def dist_of(self, plugin_name: str) -> str | None:
+        return self._plugin_dists.get(plugin_name)
+
+    def describe_hooks(self, hooks: Iterable[str] = hookspecs.LOOP_HOOKS + hookspecs.MONITOR_HOOKS) -> str:
+        """The effective calling order, per hook."""
+        lines = []
+        for h in hooks:
+            impls = list(reversed(getattr(self.hook, h).get_hookimpls()))
+            names = [impl.plugin_name + _opts_suffix(impl) for impl in impls]
+            lines.append(f"{h}: " + (" -> ".join(names) if names else "(nobody)"))
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ ambient plugins
+    def load_ambient(self, disabled: Iterable[str] = ()) -> list[str]:
+        """Load and register the plugins of entry-point group ``trainbus.plugins``.
+
+        A plugin that fails to load is a warning naming its distribution (an error with
+        ``TRAINBUS_STRICT_PLUGINS=1``). Their plain hook implementations are guarded: an
+        exception inside one is reported and does not stop training.
+        """
+        from trainbus import _registry
+
+        if os.environ.get("TRAINBUS_DISABLE_PLUGIN_AUTOLOAD", "") not in ("", "0"):
+            return []
+        disabled = set(disabled) | {x.strip() for x in os.environ.get("TRAINBUS_DISABLE_PLUGINS", "").split(",") if x.strip()}
+        loaded = []
+        eps = sorted((ep for eps in _registry.index(_registry.PLUGIN_GROUP).values() for ep in eps), key=lambda e: e.name)
+        for ep in reversed(eps):  # LIFO: reverse in, name order out
+            pname = f"plugin:{ep.name}"
+            if ep.name in disabled:
+                self.set_blocked(pname)
+                continue
+            if self.has_plugin(pname) or self.is_blocked(pname):
+                continue
+            try:
+                obj = _load_ambient(ep)
+                guarded = _guard(self, obj, _registry.describe(ep))
+                self.register(guarded, name=pname)
+            except Exception as exc:  # noqa: BLE001 - a broken plugin must not brick training
+                msg = f"the trainbus plugin {_registry.describe(ep)} was skipped: {type(exc).__name__}: {exc}"
+                if strict_plugins():
+                    raise PluginLoadError(msg + " (TRAINBUS_STRICT_PLUGINS is set)") from exc
+                warnings.warn(msg, PluginWarning, stacklevel=2)
+                continue
+            self._plugin_dists[pname] = _registry.describe(ep)
+            loaded.append(ep.name)
+            log.info("loaded plugin %s", _registry.describe(ep))
+        return loaded
+
+
+@functools.lru_cache(maxsize=None)
+def _load_ambient_cached(ep: Any) -> Any:
+    from trainbus import _registry
+
+    return _registry.load(ep, f"{_registry.PLUGIN_GROUP}.{ep.name}")
+
+
+def _load_ambient(ep: Any) -> Any:
+    obj = _load_ambient_cached(ep)
+    return obj() if isinstance(obj, type) else obj  # a class: one instance per manager
+
+
+class _Guarded:
+    """Stand-in registered for an ambient plugin: same hooks, errors reported not raised."""
+
+    def __init__(self, target: Any) -> None:
+        self._target = target
+
+    def __repr__(self) -> str:
+        return f"<guarded {self._target!r}>"
+
+
+def _guard(pm: TrainbusPluginManager, obj: Any, who: str) -> Any:
+    guarded = _Guarded(obj)
+    for name in dir(obj):
+        opts = pluggy.PluginManager.parse_hookimpl_opts(pm, obj, name)
+        if opts is None:
+            continue
+        method = getattr(obj, name)
+        if opts.get("wrapper") or opts.get("hookwrapper") or name in hookspecs.CONTRIBUTION_HOOKS:
+            setattr(guarded, name, method)  # wrappers and contributions run as written
+            continue
+        setattr(guarded, name, _guarded_call(method, who, name))
+    return guarded
+
+
+def _guarded_call(method: Any, who: str, hook: str) -> Any:
+    from trainbus._exceptions import StopTraining
+
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except StopTraining:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            msg = f"the trainbus plugin {who} raised in {hook}(): {type(exc).__name__}: {exc}; training goes on"
+            if strict_plugins():
+                raise PluginLoadError(msg.replace("; training goes on", " (TRAINBUS_STRICT_PLUGINS is set)")) from exc
+            warnings.warn(msg, PluginWarning, stacklevel=2)
+            return None
+
+    return call
+
+
+def _opts_suffix(impl: Any) -> str:
+    flags = [k for k in ("tryfirst", "trylast", "wrapper", "hookwrapper") if getattr(impl, k, False)]
+    return f" [{','.join(flags)}]" if flags else ""

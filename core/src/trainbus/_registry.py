@@ -1,0 +1,166 @@
+"""Name -> object resolution for plugin distributions, from entry-point metadata only.
+
+A name users import from module ``M`` (``trainbus.callbacks``, ``trainbus.train``,
+``trainbus.tfutils.sessinit``) is declared by an installed distribution in entry-point group
+``M``. Reading the index imports nothing; only the resolved entry point is loaded.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any, Iterable
+
+from importlib_metadata import EntryPoint, entry_points
+
+from trainbus._catalogue import BUNDLES, KNOWN_PROVIDERS
+from trainbus._exceptions import PluginAPIVersionError, PluginConflictError, PluginLoadError
+
+#: The groups through which names are resolved, named after the facade modules.
+NAME_GROUPS = ("trainbus.callbacks", "trainbus.train", "trainbus.tfutils.sessinit")
+#: Ambient plugins (observers, profilers, default contributions) load from this group.
+PLUGIN_GROUP = "trainbus.plugins"
+#: The plugin API version this core implements. A plugin distribution declares what it
+#: supports with the keyword ``trainbus-plugin-api=<spec>`` (e.g. ``>=1,<2``) in its metadata.
+PLUGIN_API_VERSION = 1
+
+
+@functools.lru_cache(maxsize=None)
+def index(group: str) -> dict[str, tuple[EntryPoint, ...]]:
+    """Entry points of ``group`` by name, read once per process. Imports nothing."""
+    found: dict[str, list[EntryPoint]] = {}
+    for ep in entry_points(group=group):
+        same = found.setdefault(ep.name, [])
+        # the same distribution seen twice on sys.path (editable + lib64 symlink) is one provider
+        if all(other.value != ep.value or _dist_name(other) != _dist_name(ep) for other in same):
+            same.append(ep)
+    return {name: tuple(eps) for name, eps in found.items()}
+
+
+def clear_cache() -> None:
+    """Forget the cached index (after installing or removing distributions at run time)."""
+    index.cache_clear()
+    _check_api.cache_clear()
+
+
+def _dist_name(ep: EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    return dist.metadata["Name"] if dist is not None else "<unknown distribution>"
+
+
+def describe(ep: EntryPoint) -> str:
+    """``"dist version (name = value)"`` for messages."""
+    dist = getattr(ep, "dist", None)
+    who = f"{dist.metadata['Name']} {dist.version}" if dist is not None else "<unknown distribution>"
+    return f"{who} ({ep.name} = {ep.value})"
+
+
+_API_KEYWORD = re.compile(r"trainbus-plugin-api\s*=\s*(?P<spec>[^,\s][^\s]*)")
+
+
+def declared_api(ep: EntryPoint) -> str | None:
+    """The plugin API spec a distribution declares in its keywords, or None."""
+    dist = getattr(ep, "dist", None)
+    if dist is None:
+        return None
+    text = " ".join(filter(None, [dist.metadata.get("Keywords") or ""]))
+    m = _API_KEYWORD.search(text)
+    return m.group("spec") if m else None
+
+
+def api_supported(spec: str, version: int = PLUGIN_API_VERSION) -> bool:
+    """True if ``version`` satisfies a spec such as ``>=1,<2``, ``==1`` or ``1``."""
+    for part in spec.split(";"):
+        part = part.strip()
+        if not part:
+            continue
+        m = re.fullmatch(r"(>=|<=|==|!=|<|>)?\s*(\d+)", part)
+        if m is None:
+            raise ValueError(f"unreadable plugin API spec part {part!r} in {spec!r}")
+        op, num = m.group(1) or "==", int(m.group(2))
+        ok = {
+            ">=": version >= num, "<=": version <= num, "==": version == num,
+            "!=": version != num, "<": version < num, ">": version > num,
+        }[op]
+        if not ok:
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=None)
+def _check_api(dist_name: str, spec: str | None) -> None:
+    if spec is None:
+        return
+    if not api_supported(spec.replace(",", ";")):
+        raise PluginAPIVersionError(
+            f"the plugin distribution {dist_name!r} supports trainbus plugin API {spec}, but this "
+            f"trainbus implements plugin API {PLUGIN_API_VERSION}. Install a version of "
+            f"{dist_name} made for plugin API {PLUGIN_API_VERSION}, or a trainbus that implements {spec}."
+        )
+
+
+def load(ep: EntryPoint, qualname: str) -> Any:
+    """Load one entry point; failures name the distribution, version and entry point."""
+    _check_api(_dist_name(ep), declared_api(ep))
+    try:
+        return ep.load()
+    except Exception as exc:  # a broken plugin must say who it is
+        raise PluginLoadError(
+            f"{qualname} comes from {describe(ep)}, but loading it failed: "
+            f"{type(exc).__name__}: {exc}. Reinstall or uninstall that distribution."
+        ) from exc
+
+
+def provider(groups: Iterable[str], name: str) -> tuple[str, EntryPoint] | None:
+    """The (group, entry point) that provides ``name``; raises on conflicts."""
+    hits = [(g, ep) for g in groups for ep in index(g).get(name, ())]
+    if len(hits) > 1:
+        listing = "\n".join(f"  - {describe(ep)} [group {g}]" for g, ep in hits)
+        raise PluginConflictError(
+            f"{name} is provided by more than one installed distribution:\n{listing}\n"
+            "Uninstall all but one of them, or import the class from its own package."
+        )
+    return hits[0] if hits else None
+
+
+def resolve(module: str, name: str, groups: Iterable[str] | None = None) -> Any:
+    """Return the object that module ``module`` exports as ``name`` through a plugin."""
+    groups = tuple(groups) if groups is not None else (module,)
+    found = provider(groups, name)
+    if found is not None:
+        group, ep = found
+        return load(ep, f"{group}.{name}")
+    for group in groups:
+        dist = KNOWN_PROVIDERS.get(group, {}).get(name)
+        if dist is not None:
+            bundle = next((b for b, members in BUNDLES.items() if dist in members), None)
+            hint = f"\n    pip install {dist}"
+            if bundle:
+                hint += f"\n(or the whole bundle: pip install 'trainbus[{bundle}]')"
+            # ModuleNotFoundError, not AttributeError: `from m import X` would replace an
+            # AttributeError's message by its own "cannot import name".
+            raise ModuleNotFoundError(
+                f"{module}.{name} is provided by the {dist!r} distribution, which is not installed.{hint}",
+                name=dist.replace("-", "_"),
+            )
+    raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+
+def installed_names(groups: Iterable[str]) -> list[str]:
+    return sorted({n for g in groups for n in index(g)})
+
+
+def make_module_getattr(module: str, groups: tuple[str, ...], namespace: dict) -> tuple[Any, Any]:
+    """PEP 562 ``__getattr__``/``__dir__`` pair for a facade module."""
+
+    def __getattr__(name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        value = resolve(module, name, groups)
+        namespace[name] = value  # later lookups skip __getattr__
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*namespace, *installed_names(groups)})
+
+    return __getattr__, __dir__

@@ -1,0 +1,477 @@
+"""The Callback contract: public hook methods owned by trainbus, underscore methods for users.
+
+No TensorFlow import at module level: the event core must import without it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+from trainbus._exceptions import StopTraining
+from trainbus.hookspecs import hookimpl
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainbus.train.base import Trainer
+
+__all__ = ["Callback", "ProxyCallback", "CallbackFactory", "RunValuesByRequester", "HOOK_USES"]
+
+log = logging.getLogger("trainbus.callbacks")
+
+#: loop hook -> the underscore methods whose override means "this callback needs the hook".
+#: ``setup_graph`` is always registered: it hands the trainer to the callback.
+HOOK_USES: dict[str, tuple[str, ...]] = {
+    "setup_graph": (),
+    "before_train": ("_before_train",),
+    "before_epoch": ("_before_epoch",),
+    "before_run": ("_before_run",),
+    "after_run": ("_after_run",),
+    "trigger_step": ("_trigger_step",),
+    "after_epoch": ("_after_epoch",),
+    "trigger_epoch": ("_trigger_epoch", "_trigger"),
+    "after_train": ("_after_train",),
+}
+#: Public methods that subclasses must not override (their underscore twins are the API).
+PROTECTED = frozenset({*HOOK_USES, "trigger"})
+
+
+class RunValuesByRequester(dict):
+    """``after_run``'s ``run_values``: requester -> ``tf.compat.v1.train.SessionRunValues``."""
+
+    __slots__ = ("options", "run_metadata")
+
+
+def _annotate(exc: BaseException, cb: object, hook: str) -> None:
+    """Name the callback an exception came from, once (the innermost callback wins)."""
+    if isinstance(exc, StopTraining) or getattr(exc, "_trainbus_origin", None) is not None:
+        return
+    try:
+        exc._trainbus_origin = (cb, hook)  # type: ignore[attr-defined]
+        exc.add_note(f"[trainbus] raised in callback {cb} ({type(cb).__module__}.{type(cb).__qualname__}) during {hook}()")
+    except (AttributeError, TypeError):  # exceptions with __slots__ or frozen
+        pass
+
+
+def origin_of(exc: BaseException) -> tuple[object, str] | None:
+    """The ``(callback, hook)`` an exception was raised in, if it came from a callback."""
+    return getattr(exc, "_trainbus_origin", None)
+
+
+class Callback:
+    """Base class of all callbacks.
+
+    Override the underscore methods (``_setup_graph``, ``_before_train``, ``_before_epoch``,
+    ``_before_run``, ``_after_run``, ``_trigger_step``, ``_after_epoch``, ``_trigger_epoch``,
+    ``_trigger``, ``_after_train``); the public methods of the same names are the hooks the
+    trainer fires, and overriding one of them raises ``TypeError`` when the class is defined.
+
+    Only the hooks whose underscore method a class overrides are registered on the bus, so a
+    callback that does nothing per step costs nothing per step.
+
+    Example::
+
+        class PrintLoss(Callback):
+            def _setup_graph(self):
+                self._loss = self.get_tensors_maybe_in_tower(["loss"])[0]
+
+            def _before_run(self, ctx):
+                return tf.compat.v1.train.SessionRunArgs(fetches=self._loss)
+
+            def _after_run(self, ctx, values):
+                print(self.global_step, values.results)
+    """
+
+    _chief_only = True
+    #: Name scope of the ops created in ``_setup_graph``; defaults to the class name.
+    name_scope: str = ""
+
+    trainer: Trainer
+    graph: Any
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        overridden = sorted(PROTECTED & vars(cls).keys())
+        if overridden:
+            hook = overridden[0]
+            raise TypeError(
+                f"{cls.__module__}.{cls.__qualname__} overrides Callback.{hook}(); override "
+                f"_{hook}() instead. The public method is the hook the trainer calls and it must "
+                "stay trainbus's (it keeps the call order, timing and error reporting)."
+            )
+
+    # ------------------------------------------------------------------ registration
+    def hooks_used(self) -> frozenset[str]:
+        """The loop hooks to register this callback for (the others never reach it)."""
+        cls = type(self)
+        cache = cls.__dict__.get("_trainbus_hooks_used")
+        if cache is None:
+            cache = frozenset(
+                hook for hook, privates in HOOK_USES.items()
+                if not privates or any(getattr(cls, p) is not getattr(Callback, p) for p in privates)
+            )
+            setattr(cls, "_trainbus_hooks_used", cache)
+        return cache
+
+    # ------------------------------------------------------------------ state
+    @property
+    def epoch_num(self) -> int:
+        """The trainer's current epoch (see ``Trainer.epoch_num``)."""
+        return self.trainer.epoch_num
+
+    @property
+    def global_step(self) -> int:
+        """The trainer's global step (see ``Trainer.global_step``)."""
+        return self.trainer.global_step
+
+    @property
+    def local_step(self) -> int:
+        """The trainer's step within the epoch (see ``Trainer.local_step``)."""
+        return self.trainer.local_step
+
+    @property
+    def chief_only(self) -> bool:
+        """Only run this callback in the chief training process."""
+        return self._chief_only
+
+    @chief_only.setter
+    def chief_only(self, v: bool) -> None:
+        self._chief_only = bool(v)
+
+    def set_chief_only(self, v: bool = True) -> Callback:
+        """Set ``chief_only`` and return the callback itself."""
+        self._chief_only = bool(v)
+        return self
+
+    # ------------------------------------------------------------------ hooks (trainbus's)
+    @hookimpl
+    def setup_graph(self, trainer: Trainer) -> None:
+        self.trainer = trainer
+        self.graph = trainer.graph
+        try:
+            from trainbus.tfutils import _tf
+
+            tf1 = _tf.tf1()
+            scope = (self.name_scope or type(self).__name__).replace("_", "")
+            with self.graph.as_default(), tf1.variable_scope(tf1.get_variable_scope()), tf1.name_scope(scope + "/"):
+                self._setup_graph()
+        except BaseException as e:
+            _annotate(e, self, "setup_graph")
+            raise
+
+    @hookimpl
+    def before_train(self) -> None:
+        try:
+            self._before_train()
+        except BaseException as e:
+            _annotate(e, self, "before_train")
+            raise
+
+    @hookimpl
+    def before_epoch(self) -> None:
+        try:
+            self._before_epoch()
+        except BaseException as e:
+            _annotate(e, self, "before_epoch")
+            raise
+
+    @hookimpl
+    def after_epoch(self) -> None:
+        try:
+            self._after_epoch()
+        except BaseException as e:
+            _annotate(e, self, "after_epoch")
+            raise
+
+    @hookimpl
+    def before_run(self, run_context: Any) -> Any:
+        try:
+            args = self._before_run(run_context)
+            if args is None:
+                return None
+            return (self, self._as_run_args(args))
+        except BaseException as e:
+            _annotate(e, self, "before_run")
+            raise
+
+    @hookimpl
+    def after_run(self, run_context: Any, run_values: Any) -> None:
+        try:
+            if isinstance(run_values, RunValuesByRequester):
+                mine = run_values.get(self)
+                if mine is None:
+                    from trainbus.tfutils import _tf
+
+                    mine = _tf.tf1().train.SessionRunValues(
+                        results=None, options=run_values.options, run_metadata=run_values.run_metadata)
+                run_values = mine
+            self._after_run(run_context, run_values)
+        except BaseException as e:
+            _annotate(e, self, "after_run")
+            raise
+
+    @hookimpl
+    def trigger_step(self) -> None:
+        try:
+            self._trigger_step()
+        except BaseException as e:
+            _annotate(e, self, "trigger_step")
+            raise
+
+    @hookimpl
+    def trigger_epoch(self) -> None:
+        start = time.perf_counter()
+        try:
+            self._trigger_epoch()
+        except BaseException as e:
+            _annotate(e, self, "trigger_epoch")
+            raise
+        finally:
+            timer = getattr(getattr(self, "trainer", None), "_callback_times", None)
+            if timer is not None:
+                timer[self] = timer.get(self, 0.0) + time.perf_counter() - start
+
+    def trigger(self) -> None:
+        """Run ``_trigger()``; schedulers such as ``PeriodicTrigger`` call this."""
+        try:
+            self._trigger()
+        except BaseException as e:
+            _annotate(e, self, "trigger")
+            raise
+
+    @hookimpl
+    def after_train(self) -> None:
+        # pluggy stops a hook call at the first exception; after_train must reach every
+        # callback, so errors are collected by the trainer and re-raised after the hook.
+        try:
+            self._after_train()
+        except BaseException as e:  # noqa: BLE001 - re-raised by the trainer
+            _annotate(e, self, "after_train")
+            sink = getattr(getattr(self, "trainer", None), "_after_train_errors", None)
+            if sink is None:
+                raise
+            sink.append(e)
+
+    # ------------------------------------------------------------------ user API
+    def _setup_graph(self) -> None:
+        """Create the ops and tensors the callback needs; the graph is finalized afterwards."""
+
+    def _before_train(self) -> None:
+        """Called once before the first step, with the session created and initialized."""
+
+    def _after_train(self) -> None:
+        """Called once after training, also after an error: release resources here."""
+
+    def _before_epoch(self) -> None:
+        """Called right before each epoch; keep it fast."""
+
+    def _after_epoch(self) -> None:
+        """Called right after each epoch's last step; keep it fast."""
+
+    def _before_run(self, ctx: Any) -> Any:
+        """Return ``SessionRunArgs`` (or a list of tensors / tensor names) to run along with
+        the step, or None. Same contract as ``tf.compat.v1.train.SessionRunHook.before_run``."""
+        return None
+
+    def _after_run(self, run_context: Any, run_values: Any) -> None:
+        """Receive the values requested by ``_before_run`` (``run_values.results``)."""
+
+    def _trigger_step(self) -> None:
+        """Called after each step finished."""
+
+    def _trigger_epoch(self) -> None:
+        """Called after each epoch; calls ``self.trigger()`` by default."""
+        self.trigger()
+
+    def _trigger(self) -> None:
+        """What to do when triggered: after each epoch by default, or as scheduled by a
+        ``PeriodicTrigger`` (which may call it within an epoch)."""
+
+    # ------------------------------------------------------------------ helpers
+    def _as_run_args(self, fetches: Any) -> Any:
+        from trainbus.tfutils import _tf
+
+        tf1 = _tf.tf1()
+        if isinstance(fetches, tf1.train.SessionRunArgs):
+            return fetches
+        cached = getattr(self, "_trainbus_last_args", None)
+        if cached is not None and cached[0] is fetches:
+            return cached[1]
+        if isinstance(fetches, (list, tuple)):
+            resolved = [f if not isinstance(f, str) else self.get_tensors_maybe_in_tower([f])[0] for f in fetches]
+        elif isinstance(fetches, str):
+            resolved = self.get_tensors_maybe_in_tower([fetches])[0]
+        else:
+            resolved = fetches
+        args = tf1.train.SessionRunArgs(fetches=resolved)
+        self._trainbus_last_args = (fetches, args)
+        return args
+
+    def get_tensors_maybe_in_tower(self, names: list[str]) -> list[Any]:
+        """Tensors by name; a name not found in the graph is looked up in the first
+        training tower (so ``"loss"`` finds ``"tower0/loss:0"``)."""
+        from trainbus.tfutils.common import get_op_tensor_name
+
+        graph = self.graph
+        out = []
+        for name in names:
+            _, tname = get_op_tensor_name(name)
+            try:
+                out.append(graph.get_tensor_by_name(tname))
+                continue
+            except KeyError:
+                pass
+            towers = getattr(self.trainer, "towers", None)
+            if towers is not None:
+                try:
+                    out.append(towers.training()[0][name])
+                    continue
+                except (KeyError, IndexError):
+                    pass
+            raise KeyError(
+                f"{self}: no tensor named {name!r} in the graph, nor in the first training tower. "
+                "Check the name (ops print their names with tf.compat.v1.get_default_graph().get_operations())."
+            )
+        return out
+
+    def __str__(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__module__}.{type(self).__qualname__} at {id(self):#x}>"
+
+
+class ProxyCallback(Callback):
+    """A callback that forwards every method to another callback ``cb``.
+
+    The base of callbacks that decorate other callbacks (schedulers, conditions).
+    """
+
+    def __init__(self, cb: Callback) -> None:
+        if not isinstance(cb, Callback):
+            raise TypeError(f"{type(self).__name__} wraps a Callback, got {cb!r} ({type(cb).__name__})")
+        self.cb = cb
+        self._chief_only = cb.chief_only
+
+    def hooks_used(self) -> frozenset[str]:
+        # register only what the wrapped callback needs, plus what this class adds itself
+        own = Callback.hooks_used(self)
+        inner = self.cb.hooks_used()
+        mine = {h for h in own if h not in _PROXY_FORWARDERS or h in inner}
+        return frozenset(mine | inner | self._extra_hooks())
+
+    def _extra_hooks(self) -> frozenset[str]:
+        return frozenset()
+
+    @property
+    def chief_only(self) -> bool:
+        return self._chief_only
+
+    @chief_only.setter
+    def chief_only(self, v: bool) -> None:
+        self._chief_only = bool(v)
+        self.cb.chief_only = v
+
+    def set_chief_only(self, v: bool = True) -> Callback:
+        self.chief_only = v
+        return self
+
+    def _setup_graph(self) -> None:
+        self.cb.setup_graph(self.trainer)
+
+    def _before_train(self) -> None:
+        self.cb.before_train()
+
+    def _before_epoch(self) -> None:
+        self.cb.before_epoch()
+
+    def _after_epoch(self) -> None:
+        self.cb.after_epoch()
+
+    def _before_run(self, ctx: Any) -> Any:
+        return self.cb._before_run(ctx)
+
+    def _after_run(self, ctx: Any, run_values: Any) -> None:
+        self.cb._after_run(ctx, run_values)
+
+    def _trigger_step(self) -> None:
+        self.cb.trigger_step()
+
+    def _trigger_epoch(self) -> None:
+        self.cb.trigger_epoch()
+
+    def _trigger(self) -> None:
+        self.cb.trigger()
+
+    def _after_train(self) -> None:
+        self.cb.after_train()
+
+    def __str__(self) -> str:
+        return f"Proxy-{self.cb}"
+
+
+#: Hooks that ProxyCallback forwards: registered only when the wrapped callback uses them.
+_PROXY_FORWARDERS = frozenset(HOOK_USES) - {"setup_graph"}
+
+
+class CallbackFactory(Callback):
+    """A callback made of functions: each takes the callback itself as its only argument."""
+
+    def __init__(
+        self,
+        setup_graph: Callable[[Callback], Any] | None = None,
+        before_train: Callable[[Callback], Any] | None = None,
+        trigger: Callable[[Callback], Any] | None = None,
+        after_train: Callable[[Callback], Any] | None = None,
+    ) -> None:
+        for label, fn in (("setup_graph", setup_graph), ("before_train", before_train),
+                          ("trigger", trigger), ("after_train", after_train)):
+            if fn is not None and not callable(fn):
+                raise TypeError(f"CallbackFactory({label}=...) needs a callable taking the callback, got {fn!r}")
+        self._cb_setup_graph = setup_graph
+        self._cb_before_train = before_train
+        self._cb_trigger = trigger
+        self._cb_after_train = after_train
+
+    def hooks_used(self) -> frozenset[str]:
+        used = {"setup_graph"}
+        if self._cb_before_train:
+            used.add("before_train")
+        if self._cb_trigger:
+            used.add("trigger_epoch")
+        if self._cb_after_train:
+            used.add("after_train")
+        return frozenset(used)
+
+    def _setup_graph(self) -> None:
+        if self._cb_setup_graph:
+            self._cb_setup_graph(self)
+
+    def _before_train(self) -> None:
+        if self._cb_before_train:
+            self._cb_before_train(self)
+
+    def _trigger(self) -> None:
+        if self._cb_trigger:
+            self._cb_trigger(self)
+
+    def _after_train(self) -> None:
+        if self._cb_after_train:
+            self._cb_after_train(self)
+
+    def __str__(self) -> str:
+        names = [f.__name__ for f in (self._cb_setup_graph, self._cb_before_train, self._cb_trigger, self._cb_after_train)
+                 if f is not None and hasattr(f, "__name__")]
+        return f"CallbackFactory({', '.join(names)})"
+
+
+def ensure_callback(obj: Any, where: str) -> Callback:
+    """TypeError naming ``obj`` unless it is a Callback."""
+    if not isinstance(obj, Callback):
+        hint = ""
+        if isinstance(obj, type) and issubclass(obj, Callback):
+            hint = f" (it is the class; pass an instance: {obj.__name__}(...))"
+        elif hasattr(obj, "before_run") and hasattr(obj, "after_run"):
+            hint = " (it looks like a tf SessionRunHook; wrap it: trainbus.callbacks.HookToCallback(hook))"
+        raise TypeError(f"{where} must contain trainbus Callback instances; got {obj!r} of type {type(obj).__name__}{hint}")
+    return obj

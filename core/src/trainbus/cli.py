@@ -1,0 +1,130 @@
+"""The ``trainbus`` command (also ``python -m trainbus``).
+
+Subcommands:
+  plugins            every installed plugin distribution, its version, bundle and names
+  order SPEC         the effective callback order per hook of a configured run; SPEC is
+                     ``module:attr`` naming a TrainConfig, a list of callbacks, or a
+                     function returning either
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Any, Sequence
+
+from trainbus import _registry
+from trainbus._catalogue import BUNDLES
+
+
+def _bundle_of(dist: str) -> str:
+    for bundle, members in BUNDLES.items():
+        if dist in members:
+            return bundle
+    return "-"
+
+
+def plugin_report(try_load: bool = True) -> list[dict[str, Any]]:
+    """One entry per installed plugin distribution: name, version, bundle, names, errors."""
+    dists: dict[str, dict[str, Any]] = {}
+    for group in (*_registry.NAME_GROUPS, _registry.PLUGIN_GROUP):
+        for name, eps in sorted(_registry.index(group).items()):
+            for ep in eps:
+                dist = ep.dist
+                dname = dist.metadata["Name"] if dist is not None else "<unknown>"
+                rec = dists.setdefault(dname, {"name": dname, "version": dist.version if dist else "?",
+                                               "bundle": _bundle_of(dname), "names": [], "plugins": [], "errors": []})
+                if group == _registry.PLUGIN_GROUP:
+                    rec["plugins"].append(name)
+                else:
+                    rec["names"].append(f"{group}.{name}")
+                if try_load:
+                    try:
+                        _registry.load(ep, f"{group}.{name}")
+                    except Exception as e:  # noqa: BLE001 - reported, not raised
+                        rec["errors"].append(f"{group}.{name}: {e}")
+    for dname, rec in dists.items():
+        providers = [n.rsplit(".", 1)[1] for n in rec["names"]]
+        for other in dists.values():
+            if other is not rec:
+                clash = set(providers) & {n.rsplit(".", 1)[1] for n in other["names"]}
+                for c in sorted(clash):
+                    rec["errors"].append(f"{c} is also provided by {other['name']} {other['version']}")
+    return sorted(dists.values(), key=lambda r: r["name"])
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    report = plugin_report(try_load=not args.no_load)
+    if not report:
+        print("no trainbus plugin distributions are installed (pip install 'trainbus[standard]')")
+        return 0
+    for rec in report:
+        print(f"{rec['name']} {rec['version']}  [bundle: {rec['bundle']}]")
+        for n in rec["names"]:
+            print(f"    {n}")
+        for p in rec["plugins"]:
+            print(f"    plugin {p}")
+        for e in rec["errors"]:
+            print(f"    ERROR {e}")
+    return 1 if any(r["errors"] for r in report) and args.strict else 0
+
+
+def _load_spec(spec: str) -> Any:
+    if ":" not in spec:
+        raise SystemExit(f"trainbus: SPEC must look like module:attr, got {spec!r}")
+    mod, attr = spec.split(":", 1)
+    sys.path.insert(0, ".")
+    obj: Any = importlib.import_module(mod)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    if callable(obj) and not isinstance(obj, type):
+        obj = obj()
+    return obj
+
+
+def describe_order(callbacks: Sequence[Any], monitors: Sequence[Any] = ()) -> str:
+    """The calling order per hook for these callbacks and monitors (as a trainer would
+    register them; ambient plugins included)."""
+    from trainbus._manager import TrainbusPluginManager
+
+    pm = TrainbusPluginManager()
+    pm.load_ambient()
+    pm.register_ordered([*callbacks, *monitors])
+    return pm.describe_hooks()
+
+
+def cmd_order(args: argparse.Namespace) -> int:
+    obj = _load_spec(args.spec)
+    if hasattr(obj, "callbacks") and hasattr(obj, "monitors"):
+        callbacks = list(obj.callbacks) + list(getattr(obj, "extra_callbacks", []) or [])
+        monitors = list(obj.monitors)
+    elif isinstance(obj, (list, tuple)):
+        callbacks, monitors = list(obj), []
+    else:
+        raise SystemExit(f"trainbus order: {args.spec} is {obj!r}; expected a TrainConfig or a list of callbacks")
+    print(describe_order(callbacks, monitors))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="trainbus", description="trainbus command line")
+    sub = p.add_subparsers(dest="command", required=True)
+    sp = sub.add_parser("plugins", help="list installed plugin distributions")
+    sp.add_argument("--no-load", action="store_true", help="read metadata only, do not import plugins")
+    sp.add_argument("--strict", action="store_true", help="exit 1 if a plugin fails to load or clashes")
+    sp.set_defaults(func=cmd_plugins)
+    so = sub.add_parser("order", help="print the callback order per hook of a configured run")
+    so.add_argument("spec", help="module:attr naming a TrainConfig, a list of callbacks, or a function returning one")
+    so.set_defaults(func=cmd_order)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""TensorFlow utilities (tensorpack's ``tfutils``).
+
+Submodules: ``argscope``, ``collection``, ``common``, ``dependency``, ``export``, ``gradproc``,
+``optimizer``, ``scope_utils``, ``sesscreate``, ``sessinit``, ``summary``, ``tower``,
+``varmanip``, ``varreplace``. Importing this package does not import TensorFlow; the helpers
+below and the session initializers of installed plugins resolve on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from trainbus import _registry
+
+__all__ = ["get_default_sess_config", "get_global_step_var", "get_global_step_value", "get_tf_version_tuple",
+           "TowerContext", "get_current_tower_context", "TowerFunc", "argscope", "get_arg_scope"]
+
+_LAZY = {
+    "get_default_sess_config": "trainbus.tfutils.common",
+    "get_global_step_var": "trainbus.tfutils.common",
+    "get_global_step_value": "trainbus.tfutils.common",
+    "get_tf_version_tuple": "trainbus.tfutils.common",
+    "get_op_tensor_name": "trainbus.tfutils.common",
+    "get_op_or_tensor_by_name": "trainbus.tfutils.common",
+    "TowerContext": "trainbus.tfutils.tower",
+    "get_current_tower_context": "trainbus.tfutils.tower",
+    "TowerFunc": "trainbus.tfutils.tower",
+    "argscope": "trainbus.tfutils.argscope",
+    "get_arg_scope": "trainbus.tfutils.argscope",
+    "SessionInit": "trainbus.tfutils.sessinit",
+    "JustCurrentSession": "trainbus.tfutils.sessinit",
+    "ChainInit": "trainbus.tfutils.sessinit",
+}
+_SUBMODULES = {"argscope", "collection", "common", "dependency", "export", "gradproc", "optimizer", "scope_utils",
+               "sesscreate", "sessinit", "summary", "tower", "varmanip", "varreplace"}
+_plugin_getattr, _plugin_dir = _registry.make_module_getattr(__name__, ("trainbus.tfutils.sessinit",), globals())
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    return _plugin_getattr(name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*_plugin_dir(), *_LAZY, *_SUBMODULES})

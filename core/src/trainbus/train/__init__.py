@@ -1,0 +1,45 @@
+"""Trainers, ``TrainConfig`` and the training interface (tensorpack's ``train``).
+
+The base classes live in the core; trainer strategies (``SimpleTrainer``,
+``SyncMultiGPUTrainerReplicated``, ``HorovodTrainer``, ...) come from installed plugin
+distributions and resolve here by name. Importing this package does not import TensorFlow.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from trainbus import _registry
+from trainbus._defaults import DEFAULT_CALLBACKS, DEFAULT_MONITORS
+from trainbus._exceptions import StopTraining
+
+__all__ = ["StopTraining", "Trainer", "TowerTrainer", "SingleCostTrainer", "TrainConfig", "AutoResumeTrainConfig",
+           "launch_train_with_config", "DEFAULT_CALLBACKS", "DEFAULT_MONITORS", "ModelDesc", "ModelDescBase",
+           "TrainingInterrupted"]
+
+_LAZY = {
+    "Trainer": "trainbus.train.base",
+    "TowerTrainer": "trainbus.train.tower",
+    "SingleCostTrainer": "trainbus.train.tower",
+    "TrainConfig": "trainbus.train.config",
+    "AutoResumeTrainConfig": "trainbus.train.config",
+    "launch_train_with_config": "trainbus.train.interface",
+    "apply_default_prefetch": "trainbus.train.interface",
+    "ModelDesc": "trainbus.train.model_desc",
+    "ModelDescBase": "trainbus.train.model_desc",
+    "TrainingInterrupted": "trainbus.train._signals",
+}
+_plugin_getattr, _plugin_dir = _registry.make_module_getattr(__name__, (__name__,), globals())
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    return _plugin_getattr(name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*_plugin_dir(), *_LAZY})

@@ -1,0 +1,575 @@
+"""The Trainer: builds nothing itself, runs the loop and fires the bus.
+
+The per-step hot path lives here: ``HookedSession.run`` merges the step's fetches, the
+callbacks' ``before_run`` requests and the input feeds into ONE ``Session.run``, through a
+callable cached per distinct fetch/feed structure (``Session.make_callable``).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from typing import Any, Iterable, Sequence
+
+from trainbus import hookspecs
+from trainbus._exceptions import StopTraining
+from trainbus._manager import TrainbusPluginManager
+from trainbus.callbacks.base import Callback, RunValuesByRequester, ensure_callback, origin_of
+from trainbus.callbacks.monitor import MonitorBase, Monitors
+from trainbus.tfutils import _tf
+from trainbus.utils import logger
+
+__all__ = ["Trainer", "StopTraining", "TrainLoop", "HookedSession", "Bus"]
+
+log = logging.getLogger("trainbus.train")
+
+_PER_STEP_HOOKS = ("before_run", "after_run", "trigger_step")
+
+
+class TrainLoop:
+    """Counters of the running loop (``trainer.loop``)."""
+
+    def __init__(self) -> None:
+        self._epoch_num = 0
+        self._global_step = 0
+        self._local_step = -1
+        self.steps_per_epoch = 0
+        self.starting_epoch = 1
+        self.max_epoch = 0
+
+    def config(self, steps_per_epoch: int, starting_epoch: int, max_epoch: int) -> None:
+        for label, v in (("steps_per_epoch", steps_per_epoch), ("starting_epoch", starting_epoch), ("max_epoch", max_epoch)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < (0 if label == "starting_epoch" else 1):
+                raise ValueError(f"{label} must be a positive integer, got {v!r}")
+        self.steps_per_epoch = int(steps_per_epoch)
+        self.starting_epoch = int(starting_epoch)
+        self.max_epoch = int(max_epoch)
+        self._epoch_num = self.starting_epoch - 1
+
+
+class Bus:
+    """The trainer's only way to fire hooks: callers bound once, per-step hooks with no
+    implementation are ``None`` (the loop skips them)."""
+
+    def __init__(self, pm: TrainbusPluginManager) -> None:
+        self.pm = pm
+        h = pm.hook
+        for name in hookspecs.LOOP_HOOKS:
+            caller = getattr(h, name)
+            if name in _PER_STEP_HOOKS and not caller.get_hookimpls():
+                caller = None
+            setattr(self, name, caller)
+
+
+class HookedSession:
+    """``trainer.hooked_sess``: ``run()`` fires ``before_run``/``after_run`` on the bus and runs
+    the requested extra fetches, feeds and options in the same ``Session.run`` as the step.
+
+    Each ``run()`` increments the trainer's ``global_step`` (the TF variable too, by an op
+    fetched in the same call).
+    """
+
+    _MAX_CALLABLES = 256
+
+    def __init__(self, sess: Any, trainer: Trainer, bus: Bus, step_incr_op: Any) -> None:
+        self.sess = sess
+        self._trainer = trainer
+        self._br = bus.before_run
+        self._ar = bus.after_run
+        self._incr = step_incr_op
+        self._callables: dict[Any, Any] = {}
+        self._feed_keys: tuple = ()
+        self._feed_next: Any = None
+        self._stop = False
+        tf1 = _tf.tf1()
+        self._Ctx = tf1.train.SessionRunContext
+        self._Args = tf1.train.SessionRunArgs
+        self._Values = tf1.train.SessionRunValues
+        self._RunOptions = tf1.RunOptions
+        self._RunMetadata = tf1.RunMetadata
+
+    @property
+    def graph(self) -> Any:
+        return self.sess.graph
+
+    def set_feed_source(self, placeholders: Sequence[Any], next_values: Any) -> None:
+        """Feed ``placeholders`` with ``next_values()`` (a tuple) at every ``run()``: how
+        ``FeedInput`` feeds the step without a hook."""
+        self._feed_keys = tuple(placeholders)
+        self._feed_next = next_values
+
+    def should_stop(self) -> bool:
+        return self._stop
+
+    def run(self, fetches: Any, feed_dict: dict | None = None, options: Any = None, run_metadata: Any = None) -> Any:
+        trainer = self._trainer
+        feed_keys = self._feed_keys
+        feed_vals = self._feed_next() if self._feed_next is not None else ()
+        if feed_dict:
+            feed_keys = feed_keys + tuple(feed_dict)
+            feed_vals = tuple(feed_vals) + tuple(feed_dict.values())
+        ctx = None
+        requests: Any = ()
+        if self._br is not None or self._ar is not None:
+            ctx = self._Ctx(self._Args(fetches, feed_dict), self.sess)
+            if self._br is not None:
+                requests = self._br(trainer=trainer, run_context=ctx)
+        if requests:
+            extra_fetches = tuple(args.fetches for _, args in requests)
+            for req, args in requests:
+                if args.feed_dict:
+                    for k, v in args.feed_dict.items():
+                        if k in feed_keys:
+                            raise RuntimeError(f"{req} feeds {k!r} in before_run, but that tensor is already fed by the step or another callback")
+                        feed_keys = feed_keys + (k,)
+                        feed_vals = tuple(feed_vals) + (v,)
+                if args.options is not None:
+                    if options is None:
+                        options = self._RunOptions()
+                    else:
+                        options = copy.deepcopy(options)
+                    timeout = max(options.timeout_in_ms, args.options.timeout_in_ms)
+                    options.MergeFrom(args.options)
+                    options.timeout_in_ms = timeout
+            key = (_fkey(fetches), tuple(_fkey(f) for f in extra_fetches), feed_keys, options is not None)
+        else:
+            extra_fetches = ()
+            key = (_fkey(fetches), (), feed_keys, options is not None)
+        fn = self._callables.get(key)
+        if fn is None:
+            fn = self._make_callable(fetches, extra_fetches, feed_keys, options is not None)
+        if options is not None:
+            if run_metadata is None:
+                run_metadata = self._RunMetadata()
+            out = fn(*feed_vals, options=options, run_metadata=run_metadata)
+        else:
+            out = fn(*feed_vals)
+        trainer.loop._global_step += 1
+        if ctx is not None:
+            if self._ar is not None:
+                values = RunValuesByRequester()
+                values.options, values.run_metadata = options, run_metadata
+                if requests:
+                    Values = self._Values
+                    for (req, _), res in zip(requests, out[2]):
+                        values[req] = Values(results=res, options=options, run_metadata=run_metadata)
+                self._ar(trainer=trainer, run_context=ctx, run_values=values)
+            if ctx.stop_requested:
+                self._stop = True
+        return out[0]
+
+    def _make_callable(self, fetches: Any, extra: tuple, feed_keys: tuple, with_options: bool) -> Any:
+        if len(self._callables) >= self._MAX_CALLABLES:
+            self._callables.clear()
+        structure = [fetches, self._incr if self._incr is not None else [], list(extra)]
+        fn = self.sess.make_callable(structure, feed_list=list(feed_keys), accept_options=with_options)
+        key = (_fkey(fetches), tuple(_fkey(f) for f in extra), feed_keys, with_options)
+        self._callables[key] = fn
+        return fn
+
+    def run_step_fn(self, fetches: Any) -> Any:
+        """Return a zero-argument function equivalent to ``run(fetches)``."""
+        return lambda: self.run(fetches)
+
+    def close(self) -> None:
+        self._callables.clear()
+        self.sess.close()
+
+
+def _fkey(f: Any) -> Any:
+    """A hashable key for a fetch structure (Tensors and Operations hash by identity)."""
+    if isinstance(f, (list, tuple)):
+        return (type(f), tuple(_fkey(x) for x in f))
+    if isinstance(f, dict):
+        return (dict, tuple((k, _fkey(v)) for k, v in f.items()))
+    try:
+        hash(f)
+        return f
+    except TypeError:
+        return (type(f), id(f))
+
+
+def _graph_for_new_trainer() -> Any:
+    """The graph a new trainer builds in: the default graph in graph mode, a fresh graph when
+    eager execution is on (so trainers work whether or not eager was disabled)."""
+    tf = _tf.tf()
+    if tf.executing_eagerly():
+        return tf.Graph()
+    return _tf.tf1().get_default_graph()
+
+
+class Trainer:
+    """Base class of trainers: runs the training loop and fires the hooks of the bus.
+
+    A subclass (or ``setup_graph``) builds the graph and sets ``train_op``; ``train()`` then
+    does ``setup_callbacks`` / ``initialize`` / ``main_loop``.
+    """
+
+    #: Whether this process is the chief worker; chief-only callbacks run only where True.
+    is_chief = True
+    #: The ``tf.compat.v1.Session``; available after ``initialize()``.
+    sess: Any = None
+    #: The session whose ``run()`` fires the callbacks' ``before_run``/``after_run``;
+    #: running it is a training iteration (takes input, increments ``global_step``).
+    hooked_sess: Any = None
+
+    def __init__(self, autoload_plugins: bool = True, disable_plugins: Iterable[str] = ()) -> None:
+        self.loop = TrainLoop()
+        self.graph = _graph_for_new_trainer()
+        self._callbacks: list[Callback] = []
+        self._callbacks_setup = False
+        self._training_started = False
+        self._pm: TrainbusPluginManager | None = None
+        self._bus: Bus | None = None
+        self.monitors: Monitors | None = None
+        self.train_op: Any = None
+        self._after_train_errors: list[BaseException] = []
+        self._callback_times: dict[Any, float] = {}
+        self._autoload_plugins = autoload_plugins
+        self._disable_plugins = tuple(disable_plugins)
+        self._stop_reason: str | None = None
+        self._input_source: Any = None
+        self._step_incr_op: Any = None
+
+    # ------------------------------------------------------------------ state
+    @property
+    def epoch_num(self) -> int:
+        """The current epoch: from before ``before_epoch`` to after ``trigger_epoch`` of epoch
+        3, ``epoch_num`` is 3."""
+        return self.loop._epoch_num
+
+    @property
+    def global_step(self) -> int:
+        """How many times ``hooked_sess.run`` has been called (restored from the checkpoint's
+        ``global_step`` variable when resuming); incremented after each call returns."""
+        return self.loop._global_step
+
+    @property
+    def local_step(self) -> int:
+        """Steps finished in the current epoch, counting from 0 (``-1`` before the first)."""
+        return self.loop._local_step
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return self.loop.steps_per_epoch
+
+    @property
+    def starting_epoch(self) -> int:
+        return self.loop.starting_epoch
+
+    @property
+    def max_epoch(self) -> int:
+        return self.loop.max_epoch
+
+    @property
+    def plugin_manager(self) -> TrainbusPluginManager | None:
+        """The pluggy manager of this run (after ``setup_callbacks``)."""
+        return self._pm
+
+    # ------------------------------------------------------------------ callbacks
+    def register_callback(self, cb: Callback | Sequence[Callback]) -> bool:
+        """Register a callback (or a list) before training starts; returns whether it was
+        registered (a chief-only callback is not registered on a non-chief worker)."""
+        if isinstance(cb, (list, tuple)):
+            results = [self.register_callback(x) for x in cb]
+            return all(results)
+        if self._callbacks_setup:
+            raise RuntimeError(
+                f"register_callback({cb}) was called after the callbacks were set up (training started); "
+                "register every callback before train()/setup_callbacks()"
+            )
+        ensure_callback(cb, "callbacks")
+        if not self.is_chief and cb.chief_only:
+            logger.warning(f"Callback {cb} is chief-only, skipped on this non-chief worker.")
+            return False
+        self._callbacks.append(cb)
+        return True
+
+    def _extra_members(self) -> list[Callback]:
+        """Callbacks a trainer strategy adds after the user's (none by default)."""
+        return []
+
+    def setup_callbacks(self, callbacks: Sequence[Callback] | None, monitors: Sequence[MonitorBase] | None) -> None:
+        """Register ``callbacks`` and ``monitors`` on the bus (in order) and fire
+        ``setup_graph``. Must be called after the main graph is built."""
+        if self._callbacks_setup:
+            raise RuntimeError("setup_callbacks() was already called for this trainer")
+        callbacks = _as_list(callbacks, "callbacks")
+        monitors = _as_list(monitors, "monitors")
+        for cb in callbacks:
+            if isinstance(cb, MonitorBase):
+                raise TypeError(f"{cb} is a monitor (MonitorBase); pass it in monitors=[...], not callbacks=[...]")
+            self.register_callback(cb)
+        for m in monitors:
+            ensure_callback(m, "monitors")
+        self.monitors = Monitors(monitors)
+        active_monitors = [m for m in self.monitors.monitors if self.is_chief or not m.chief_only]
+        members = list(self._callbacks) + self._extra_members() + active_monitors
+        with self.graph.as_default():
+            self._step_incr_op = self._make_step_incr_op()
+        pm = TrainbusPluginManager()
+        if self._autoload_plugins:
+            pm.load_ambient(self._disable_plugins)
+        pm.register_ordered(members)
+        self._pm = pm
+        self._bus = Bus(pm)
+        self._callbacks_setup = True
+        self.monitors.bind(self, pm.hook)
+        with self.graph.as_default():
+            self._bus.setup_graph(trainer=self)
+
+    def _make_step_incr_op(self) -> Any:
+        from trainbus.tfutils.common import get_global_step_var
+
+        tf1 = _tf.tf1()
+        gs = get_global_step_var()
+        existing = [op for op in self.graph.get_operations() if op.name == "global_step_incr"]
+        if existing:
+            return existing[0]
+        with tf1.name_scope(None):
+            return tf1.assign_add(gs, 1, name="global_step_incr").op
+
+    def describe_hooks(self) -> str:
+        """The effective calling order of every hook (after ``setup_callbacks``)."""
+        if self._pm is None:
+            raise RuntimeError("describe_hooks() needs setup_callbacks() first")
+        return self._pm.describe_hooks()
+
+    # ------------------------------------------------------------------ session
+    def initialize(self, session_creator: Any, session_init: Any) -> None:
+        """Create the session (``self.sess``), hook it (``self.hooked_sess``), run the
+        ``session_init`` (chief only) and finalize the graph. Call after ``setup_callbacks``."""
+        from trainbus.tfutils.sessinit import JustCurrentSession, SessionInit
+
+        if not self._callbacks_setup:
+            raise RuntimeError("initialize() must be called after setup_callbacks()")
+        if session_init is None:
+            session_init = JustCurrentSession()
+        if not isinstance(session_init, SessionInit):
+            raise TypeError(f"session_init must be a SessionInit (e.g. SmartInit(path)), got {session_init!r}")
+        with self.graph.as_default():
+            session_init._setup_graph()
+            logger.info("Creating the session ...")
+            self.sess = session_creator.create_session()
+            self.initialize_hooks()
+            if self.is_chief:
+                logger.info("Initializing the session ...")
+                session_init._run_init(self.sess)
+            elif not isinstance(session_init, JustCurrentSession):
+                logger.warning("This is not a chief worker, 'session_init' was ignored!")
+            self._after_session_init()
+        self.sess.graph.finalize()
+        logger.info("Graph Finalized.")
+
+    def _after_session_init(self) -> None:
+        """Strategies hook in here (e.g. broadcast variables after restore)."""
+
+    def initialize_hooks(self) -> None:
+        """Create ``self.hooked_sess`` over ``self.sess`` with the callbacks' run hooks."""
+        self.hooked_sess = HookedSession(self.sess, self, self._bus, self._step_incr_op)
+
+    # ------------------------------------------------------------------ loop
+    def run_step(self) -> None:
+        """One iteration: ``self.hooked_sess.run(self.train_op)`` by default. Change it by
+        setting ``trainer.train_op`` or overriding this method."""
+        self.hooked_sess.run(self.train_op)
+
+    def request_stop(self, reason: str = "requested") -> None:
+        """Stop after the current step (thread-safe; used by signal handlers)."""
+        self._stop_reason = reason
+
+    def main_loop(self, steps_per_epoch: int, starting_epoch: int, max_epoch: int) -> None:
+        """Run the training loop."""
+        bus = self._bus
+        if bus is None or self.sess is None:
+            raise RuntimeError("main_loop() needs setup_callbacks() and initialize() first")
+        from trainbus.tfutils.common import get_global_step_value
+
+        self._training_started = True
+        tf = _tf.tf()
+        primary: BaseException | None = None
+        with self.graph.as_default(), self.sess.as_default():
+            self.loop.config(steps_per_epoch, starting_epoch, max_epoch)
+            self.loop._global_step = get_global_step_value()
+            try:
+                bus.before_train(trainer=self)
+                self.loop._global_step = get_global_step_value()
+                run_step = self.run_step
+                trigger_step = bus.trigger_step
+                hooked = self.hooked_sess
+                loop = self.loop
+                for loop._epoch_num in range(self.loop.starting_epoch, self.loop.max_epoch + 1):
+                    logger.info(f"Start Epoch {loop._epoch_num} ...")
+                    bus.before_epoch(trainer=self)
+                    start = time.perf_counter()
+                    for loop._local_step in range(steps_per_epoch):
+                        if hooked.should_stop() or self._stop_reason is not None:
+                            raise StopTraining(self._stop_reason or "a session hook requested stop")
+                        run_step()
+                        if trigger_step is not None:
+                            trigger_step(trainer=self)
+                    bus.after_epoch(trainer=self)
+                    logger.info(
+                        f"Epoch {loop._epoch_num} (global_step {loop._global_step}) finished, "
+                        f"time:{_human_seconds(time.perf_counter() - start)}."
+                    )
+                    self._callback_times.clear()
+                    bus.trigger_epoch(trainer=self)
+                    self._log_slow_callbacks()
+                    if self._stop_reason is not None:
+                        raise StopTraining(self._stop_reason)
+                logger.info("Training has finished!")
+            except StopTraining as e:
+                logger.info(f"Training was stopped by StopTraining: {e}")
+            except tf.errors.OutOfRangeError as e:
+                failure = self._input_failure()
+                if failure is not None:
+                    primary = failure
+                    raise failure from e
+                logger.info("Training was stopped by the input running out of data (OutOfRangeError).")
+            except KeyboardInterrupt as e:
+                primary = e
+                logger.info("Detected Ctrl-C and exiting main loop.")
+                raise
+            except BaseException as e:
+                primary = e
+                origin = origin_of(e)
+                if origin is not None:
+                    logger.error(f"Training failed in callback {origin[0]} ({origin[1]}): {type(e).__name__}: {e}")
+                raise
+            finally:
+                self._finish(primary)
+
+    def _input_failure(self) -> BaseException | None:
+        src = self._input_source
+        fail = getattr(src, "failure", None)
+        return fail() if callable(fail) else None
+
+    def _finish(self, primary: BaseException | None) -> None:
+        """after_train for everyone, close the session; re-raise after_train errors."""
+        self._after_train_errors = []
+        try:
+            self._bus.after_train(trainer=self)
+        finally:
+            try:
+                if self.hooked_sess is not None:
+                    self.hooked_sess.close()
+                elif self.sess is not None:
+                    self.sess.close()
+            except Exception as e:  # noqa: BLE001
+                logger.warning(f"Closing the session failed: {e}")
+        errors, self._after_train_errors = self._after_train_errors, []
+        if errors:
+            for e in errors:
+                logger.error(f"after_train failed in {origin_of(e)[0] if origin_of(e) else '?'}: {type(e).__name__}: {e}")
+            if primary is None:
+                raise errors[0]
+
+    def _log_slow_callbacks(self) -> None:
+        times = self._callback_times
+        total = sum(times.values())
+        if total >= 1.0:
+            parts = sorted(times.items(), key=lambda kv: -kv[1])
+            logger.info("Callbacks took {:.3f} sec in total. {}".format(
+                total, "; ".join(f"{cb}: {t:.3f} sec" for cb, t in parts if t > 0.1 * total)))
+
+    def train(
+        self,
+        callbacks: Sequence[Callback] | None,
+        monitors: Sequence[MonitorBase] | None,
+        session_creator: Any,
+        session_init: Any,
+        steps_per_epoch: int,
+        starting_epoch: int = 1,
+        max_epoch: int = 9999999,
+    ) -> None:
+        """``setup_callbacks`` + ``initialize`` + ``main_loop``."""
+        from trainbus.train._signals import graceful_signals
+
+        self._check_loop_args(steps_per_epoch, starting_epoch, max_epoch)
+        self.setup_callbacks(callbacks, monitors)
+        self.initialize(session_creator, session_init)
+        with graceful_signals(self):
+            self.main_loop(steps_per_epoch, starting_epoch, max_epoch)
+
+    def _check_loop_args(self, steps_per_epoch: Any, starting_epoch: Any, max_epoch: Any) -> None:
+        TrainLoop().config(steps_per_epoch, starting_epoch, max_epoch)
+
+    def _default_steps_per_epoch(self) -> int:
+        src = self._input_source
+        if src is None:
+            raise ValueError("steps_per_epoch is required: this trainer has no input source to count steps from")
+        try:
+            return int(src.size())
+        except Exception as e:
+            raise ValueError(
+                f"steps_per_epoch was not given and the size of the input ({src}) is unknown ({e}). "
+                "Pass steps_per_epoch=N, or give the dataflow a __len__."
+            ) from e
+
+    def train_with_defaults(
+        self,
+        _sentinel: Any = None,
+        callbacks: Sequence[Callback] | None = None,
+        monitors: Sequence[MonitorBase] | None = None,
+        session_creator: Any = None,
+        session_init: Any = None,
+        steps_per_epoch: int | None = None,
+        starting_epoch: int = 1,
+        max_epoch: int = 9999999,
+        extra_callbacks: Sequence[Callback] | None = None,
+    ) -> None:
+        """``train()`` with defaults: ``extra_callbacks`` defaults to ``DEFAULT_CALLBACKS()``
+        and is appended to ``callbacks``; ``monitors`` defaults to ``DEFAULT_MONITORS()``;
+        ``steps_per_epoch`` defaults to the input's size."""
+        from trainbus.train.config import DEFAULT_CALLBACKS, DEFAULT_MONITORS
+        from trainbus.tfutils.sesscreate import NewSessionCreator
+        from trainbus.tfutils.sessinit import JustCurrentSession
+
+        if _sentinel is not None:
+            raise TypeError("train_with_defaults() takes keyword arguments only, e.g. train_with_defaults(callbacks=[...])")
+        callbacks = list(_as_list(callbacks, "callbacks"))
+        monitors = DEFAULT_MONITORS() if monitors is None else monitors
+        extra_callbacks = DEFAULT_CALLBACKS() if extra_callbacks is None else extra_callbacks
+        callbacks.extend(_as_list(extra_callbacks, "extra_callbacks"))
+        if steps_per_epoch is None:
+            steps_per_epoch = self._default_steps_per_epoch()
+        session_creator = session_creator or NewSessionCreator()
+        session_init = session_init or JustCurrentSession()
+        self.train(callbacks, monitors, session_creator, session_init, steps_per_epoch, starting_epoch, max_epoch)
+
+    def train_with_config(self, config: Any) -> None:
+        """Train with the options of a ``TrainConfig``."""
+        steps = config.steps_per_epoch
+        if steps is None:
+            steps = self._default_steps_per_epoch()
+        self.train_with_defaults(
+            callbacks=config.callbacks, monitors=config.monitors, session_creator=config.session_creator,
+            session_init=config.session_init, steps_per_epoch=steps, starting_epoch=config.starting_epoch,
+            max_epoch=config.max_epoch, extra_callbacks=config.extra_callbacks,
+        )
+
+    def __str__(self) -> str:
+        return type(self).__name__
+
+
+def _as_list(x: Any, label: str) -> list:
+    if x is None:
+        return []
+    if isinstance(x, (list, tuple)):
+        return list(x)
+    if isinstance(x, Callback):
+        return [x]
+    raise TypeError(f"{label} must be a list of callbacks, got {x!r} of type {type(x).__name__}")
+
+
+def _human_seconds(sec: float) -> str:
+    if sec < 60:
+        return f"{sec:.2f} sec"
+    m, s = divmod(sec, 60)
+    if m < 60:
+        return f"{int(m)} min {s:.0f} sec"
+    h, m = divmod(m, 60)
+    return f"{int(h)} hours {int(m)} min"
+

@@ -1,0 +1,44 @@
+"""``launch_train_with_config``: the classic one-call training interface."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["launch_train_with_config", "apply_default_prefetch"]
+
+
+def apply_default_prefetch(input_source_or_dataflow: Any, trainer: Any) -> Any:
+    """Turn a DataFlow into an InputSource fit for ``trainer``: ``QueueInput`` by default,
+    staged (``StagingInput``) for trainers with several towers."""
+    from trainbus.dataflow import is_dataflow
+    from trainbus.input_source import InputSource, QueueInput, StagingInput
+
+    if isinstance(input_source_or_dataflow, InputSource):
+        return input_source_or_dataflow
+    if not is_dataflow(input_source_or_dataflow):
+        raise TypeError(f"expected a DataFlow or an InputSource, got {input_source_or_dataflow!r}")
+    inp = QueueInput(input_source_or_dataflow)
+    if len(getattr(trainer, "devices", None) or []) > 1:
+        inp = StagingInput(inp)
+    return inp
+
+
+def launch_train_with_config(config: Any, trainer: Any) -> None:
+    """Train ``config.model`` with ``trainer``: set up the input (``config.data``, or
+    ``config.dataflow`` with default prefetching), call ``trainer.setup_graph`` with the
+    model, then ``trainer.train_with_config(config)``."""
+    from trainbus.train.config import TrainConfig
+    from trainbus.train.tower import SingleCostTrainer
+
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"launch_train_with_config: config must be a TrainConfig, got {config!r}")
+    if not isinstance(trainer, SingleCostTrainer):
+        raise TypeError(f"launch_train_with_config: trainer must be a SingleCostTrainer (e.g. SimpleTrainer()), got {trainer!r}")
+    if config.model is None:
+        raise ValueError("launch_train_with_config: the TrainConfig has no model=")
+    if config.data is None and config.dataflow is None:
+        raise ValueError("launch_train_with_config: the TrainConfig has neither dataflow= nor data=")
+    model = config.model
+    inp = apply_default_prefetch(config.data if config.data is not None else config.dataflow, trainer)
+    trainer.setup_graph(model.get_input_signature(), inp, model.build_graph, model.get_optimizer)
+    trainer.train_with_config(config)

@@ -1,0 +1,5 @@
+"""Utilities (``trainbus.utils.logger`` and friends)."""
+
+from trainbus.utils import logger
+
+__all__ = ["logger"]

@@ -1,0 +1,32 @@
+"""Single-device trainer strategies for trainbus."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from trainbus.tfutils.tower import TowerFunc, TrainTowerContext
+from trainbus.train.tower import SingleCostTrainer
+from trainbus.utils import logger
+
+__all__ = ["SimpleTrainer", "NoOpTrainer"]
+
+
+class SimpleTrainer(SingleCostTrainer):
+    """Single-cost training with one tower on one device."""
+
+    def _setup_graph(self, input: Any, get_cost_fn: TowerFunc, get_opt_fn: Callable[[], Any]) -> list:
+        logger.info("Building graph for a single training tower ...")
+        with TrainTowerContext(""):
+            grads = self._make_get_grad_fn(input, get_cost_fn, get_opt_fn)()
+            opt = get_opt_fn()
+            self.train_op = opt.apply_gradients(grads, name="train_op")
+        return []
+
+
+class NoOpTrainer(SimpleTrainer):
+    """Builds the graph (when given a tower function) but does nothing in each step: only
+    the callbacks run. ``steps_per_epoch`` and ``max_epoch`` still apply."""
+
+    def run_step(self) -> None:
+        # a hooked run with nothing to fetch: hooks, feeds and the step counter still run
+        self.hooked_sess.run([])

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Set up the development environment (.venv) from scratch, then run a job.
+#
+#   tools/bootstrap.sh example   # core + every plugin, then train the example (the main job)
+#   tools/bootstrap.sh test      # + test tools and horovod (built once per machine), then the whole suite
+#   tools/bootstrap.sh setup     # only set up (everything, as for `test`)
+#
+# Needs Python 3.11 with pip and venv (PYTHON=... to choose the interpreter). Idempotent:
+# rerunning skips what is already installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOB=${1:-setup}
+PY=${PYTHON:-python3.11}
+command -v "$PY" >/dev/null || PY=python3
+VENV=${TRAINBUS_VENV:-.venv}
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "== creating $VENV with $("$PY" --version)"
+  "$PY" -m venv "$VENV"
+fi
+VPY="$VENV/bin/python"
+pipq() { "$VPY" -m pip install -q "$@" 2>&1 | grep -v "is ignored: it is neither" || true; }
+echo "== installing TensorFlow and the build tools"
+pipq --upgrade "pip>=23" "setuptools>=69" wheel
+pipq "tensorflow-cpu==2.21.0"
+echo "== installing trainbus (core) and every plugin under plugins/ (editable)"
+args=(-e core)
+for d in plugins/*/; do [ -f "$d/pyproject.toml" ] && args+=(-e "$d"); done
+pipq --no-build-isolation "${args[@]}"
+# the example's dataset (scikit-learn's bundled 8x8 digits: no download)
+pipq "scikit-learn>=1.3"
+if [ "$JOB" != "example" ]; then
+  echo "== installing the test and docs tools"
+  pipq -r tools/requirements-test.txt
+  echo "== installing horovod (built once per machine, then cached)"
+  tools/install_horovod.sh "$VPY"
+fi
+case "$JOB" in
+  example)
+    exec "$VPY" examples/digits_convnet.py ;;
+  test)
+    exec "$VPY" -m pytest ;;
+  setup)
+    echo "== ready: $VPY" ;;
+  *)
+    echo "unknown job $JOB (example|test|setup)" >&2; exit 2 ;;
+esac
