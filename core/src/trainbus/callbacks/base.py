@@ -287,6 +287,16 @@ class Callback:
         """What to do when triggered: after each epoch by default, or as scheduled by a
         ``PeriodicTrigger`` (which may call it within an epoch)."""
 
+    # ------------------------------------------------------------------ resumable state
+    def _state_dict(self) -> dict | None:
+        """Return this callback's JSON-serializable state to save with each checkpoint, or
+        None (the default) if it has none. A resumed run passes it to ``_load_state_dict``."""
+        return None
+
+    def _load_state_dict(self, state: dict) -> None:
+        """Restore what ``_state_dict`` returned (called before ``before_train`` on resume)."""
+        raise TypeError(f"{type(self).__name__} returns a _state_dict() but does not implement _load_state_dict()")
+
     # ------------------------------------------------------------------ helpers
     def _as_run_args(self, fetches: Any) -> Any:
         from trainbus.tfutils import _tf

@@ -231,6 +231,7 @@ class Trainer:
         self._stop_reason: str | None = None
         self._input_source: Any = None
         self._step_incr_op: Any = None
+        self._resume_states: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ state
     @property
@@ -330,6 +331,37 @@ class Trainer:
         with tf1.name_scope(None):
             return tf1.assign_add(gs, 1, name="global_step_incr").op
 
+    # ------------------------------------------------------------------ resumable state
+    def _stateful_members(self) -> list[tuple[str, Callback]]:
+        """``(state_key, callback)`` for every registered callback and monitor; the key is
+        the class name, with ``#k`` for the k-th further instance of a class."""
+        members = list(self._pm.ordered) if self._pm is not None else list(self._callbacks)
+        seen: dict[str, int] = {}
+        out = []
+        for cb in members:
+            inner = cb
+            name = type(inner).__name__
+            k = seen.get(name, 0)
+            seen[name] = k + 1
+            out.append((name if k == 0 else f"{name}#{k}", cb))
+        return out
+
+    def callback_states(self) -> dict[str, Any]:
+        """The ``_state_dict()`` of every stateful callback and monitor, by state key."""
+        states = {}
+        for key, cb in self._stateful_members():
+            st = cb._state_dict()
+            if st is not None:
+                states[key] = st
+        return states
+
+    def load_callback_states(self, states: dict[str, Any]) -> None:
+        """Give each callback its saved state (see ``callback_states``)."""
+        for key, cb in self._stateful_members():
+            if key in states:
+                cb._load_state_dict(states[key])
+                logger.info(f"Restored the state of callback {key}.")
+
     def describe_hooks(self) -> str:
         """The effective calling order of every hook (after ``setup_callbacks``)."""
         if self._pm is None:
@@ -359,6 +391,11 @@ class Trainer:
             elif not isinstance(session_init, JustCurrentSession):
                 logger.warning("This is not a chief worker, 'session_init' was ignored!")
             self._after_session_init()
+            ckpt = getattr(session_init, "checkpoint_path", None) if self.is_chief else None
+            if ckpt:
+                from trainbus.utils.cbstate import read_callback_states
+
+                self._resume_states = read_callback_states(ckpt)
         self.sess.graph.finalize()
         logger.info("Graph Finalized.")
 
@@ -393,6 +430,8 @@ class Trainer:
             self.loop.config(steps_per_epoch, starting_epoch, max_epoch)
             self.loop._global_step = get_global_step_value()
             try:
+                if self._resume_states:
+                    self.load_callback_states(self._resume_states)
                 bus.before_train(trainer=self)
                 self.loop._global_step = get_global_step_value()
                 run_step = self.run_step
