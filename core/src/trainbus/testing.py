@@ -13,7 +13,8 @@ import numpy as np
 from trainbus.callbacks.base import Callback
 from trainbus.callbacks.monitor import MonitorBase
 
-__all__ = ["TinyModel", "tiny_dataflow", "train_tiny", "HookRecorder", "RecordingMonitor"]
+__all__ = ["TinyModel", "tiny_dataflow", "train_tiny", "HookRecorder", "RecordingMonitor", "check_distribution",
+           "DistributionCheckError"]
 
 
 def tiny_dataflow(n: int = 32, batch: int = 4, dim: int = 4, classes: int = 3, seed: int = 0) -> Any:
@@ -169,3 +170,197 @@ class RecordingMonitor(MonitorBase):
 
     def process_event(self, evt: Any) -> None:
         self.events.append(evt)
+
+
+# ---------------------------------------------------------------------------------------------
+# conformance of a plugin distribution
+# ---------------------------------------------------------------------------------------------
+
+class DistributionCheckError(AssertionError):
+    """``check_distribution`` found problems; the message lists every one of them."""
+
+    def __init__(self, dist: str, problems: Sequence[str]) -> None:
+        self.dist = dist
+        self.problems = list(problems)
+        listing = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(f"the plugin distribution {dist!r} does not conform ({len(self.problems)} problem(s)):\n{listing}")
+
+
+def _package_all(module_name: str) -> tuple[str, list[str] | None]:
+    """(top-level package, its ``__all__`` or None)."""
+    import importlib
+
+    top = module_name.split(".", 1)[0]
+    mod = importlib.import_module(top)
+    names = getattr(mod, "__all__", None)
+    return top, (list(names) if names is not None else None)
+
+
+def _core_public_names() -> set[str]:
+    """Names the core itself exports from the facade modules (a plugin may not reuse them)."""
+    import trainbus
+    import trainbus.callbacks
+    import trainbus.tfutils
+    import trainbus.tfutils.sessinit
+    import trainbus.train
+
+    names: set[str] = set(getattr(trainbus, "_LAZY", {}))
+    for mod in (trainbus.callbacks, trainbus.train, trainbus.tfutils, trainbus.tfutils.sessinit):
+        names |= set(getattr(mod, "__all__", ()))
+        names |= set(getattr(mod, "_LAZY", {}))
+    return names
+
+
+def check_distribution(name: str, raise_on_error: bool = True) -> list[str]:
+    """Check that the installed plugin distribution ``name`` is a well-formed trainbus plugin.
+
+    Every problem is collected, then reported at once (``DistributionCheckError``, an
+    ``AssertionError`` so that it reads well in a test). The checks:
+
+    * the distribution is installed, declares entry points in a trainbus group, and declares a
+      plugin API (keyword ``trainbus-plugin-api=<spec>``) that this trainbus supports;
+    * every entry point loads;
+    * ``trainbus.callbacks``: the object is named like its entry point and is a ``Callback`` /
+      ``MonitorBase`` subclass or a factory function; another class (a helper such as
+      ``HyperParam``) is allowed only if the package lists it in ``__all__``;
+      ``trainbus.train``: a ``Trainer`` subclass; ``trainbus.tfutils.sessinit``: a ``SessionInit``
+      subclass or a factory function; ``trainbus.plugins``: registers on a plugin manager and
+      implements only known hooks;
+    * every exported name is in its package's ``__all__``;
+    * no class overrides a public hook method (``before_run`` instead of ``_before_run``);
+    * no name is also provided by another installed distribution, or by the core itself.
+
+    :param name: the distribution name, e.g. ``"trainbus-saver"``.
+    :param raise_on_error: raise ``DistributionCheckError`` on problems (default); with False,
+        return the list of problems instead.
+    :return: the list of problems (empty when the distribution conforms).
+
+    Example (the conformance test of a plugin package)::
+
+        from trainbus.testing import check_distribution
+
+        def test_conformance():
+            check_distribution("trainbus-mything")
+    """
+    import inspect
+
+    import importlib_metadata as md
+
+    from trainbus import _registry
+    from trainbus.callbacks.base import PROTECTED, Callback
+
+    problems: list[str] = []
+    try:
+        dist = md.distribution(name)
+    except md.PackageNotFoundError:
+        problems.append(f"{name!r} is not installed in this environment (pip install it first)")
+        if raise_on_error:
+            raise DistributionCheckError(name, problems) from None
+        return problems
+    dname = dist.metadata["Name"]
+    groups = (*_registry.NAME_GROUPS, _registry.PLUGIN_GROUP)
+    eps = [ep for ep in dist.entry_points if ep.group in groups]
+    if not eps:
+        problems.append(f"it declares no entry point in any trainbus group ({', '.join(groups)}); "
+                        "add [project.entry-points.\"trainbus.callbacks\"] Name = \"package:Name\" to its pyproject.toml")
+    keywords = dist.metadata.get("Keywords") or ""
+    spec = _registry._API_KEYWORD.search(keywords)
+    if spec is None:
+        problems.append(f"it does not declare the plugin API it is written for; add the keyword "
+                        f"\"trainbus-plugin-api=>={_registry.PLUGIN_API_VERSION},<{_registry.PLUGIN_API_VERSION + 1}\" "
+                        "to [project] keywords in its pyproject.toml")
+    else:
+        try:
+            ok = _registry.api_supported(spec.group("spec").replace(",", ";"))
+        except ValueError as e:
+            problems.append(f"its plugin API keyword is unreadable: {e}; write it like trainbus-plugin-api=>=1,<2 "
+                            "and keep it the last keyword")
+        else:
+            if not ok:
+                problems.append(f"it declares plugin API {spec.group('spec')}, but this trainbus implements plugin API "
+                                f"{_registry.PLUGIN_API_VERSION}")
+    core_names = _core_public_names()
+    for ep in eps:
+        where = f"entry point {ep.name} = {ep.value} [group {ep.group}]"
+        try:
+            obj = ep.load()
+        except Exception as exc:  # noqa: BLE001 - reported
+            problems.append(f"{where} does not load: {type(exc).__name__}: {exc}")
+            continue
+        if ep.group == _registry.PLUGIN_GROUP:
+            problems += _check_ambient(obj, where)
+            continue
+        # name == class/function name
+        obj_name = getattr(obj, "__name__", None)
+        if obj_name != ep.name:
+            problems.append(f"{where}: the object is named {obj_name!r}, not {ep.name!r}; entry-point names must be the "
+                            "exact class (or factory function) name users write")
+        is_class = inspect.isclass(obj)
+        is_function = inspect.isfunction(obj) or inspect.isbuiltin(obj)
+        # __all__
+        try:
+            top, all_names = _package_all(ep.module)
+        except Exception as exc:  # noqa: BLE001
+            top, all_names = ep.module.split(".")[0], None
+            problems.append(f"{where}: its package {top!r} does not import: {exc}")
+        if all_names is None:
+            problems.append(f"{where}: the package {top!r} has no __all__; list every exported name in it")
+        elif ep.name not in all_names:
+            problems.append(f"{where}: {ep.name!r} is missing from {top}.__all__")
+        # base class per group
+        if ep.group == "trainbus.callbacks":
+            if is_class and not issubclass(obj, Callback):
+                if all_names is None or ep.name not in all_names:
+                    problems.append(f"{where}: {obj!r} is neither a Callback nor a MonitorBase subclass; a helper class "
+                                    f"may be exported only if it is in {top}.__all__")
+            elif not is_class and not is_function:
+                problems.append(f"{where}: {obj!r} is neither a class nor a factory function")
+        elif ep.group == "trainbus.train":
+            from trainbus.train.base import Trainer
+
+            if not (is_class and issubclass(obj, Trainer)):
+                problems.append(f"{where}: {obj!r} is not a subclass of trainbus.train.Trainer")
+        elif ep.group == "trainbus.tfutils.sessinit":
+            from trainbus.tfutils.sessinit import SessionInit
+
+            if is_class and not issubclass(obj, SessionInit):
+                problems.append(f"{where}: {obj!r} is not a subclass of trainbus.tfutils.sessinit.SessionInit "
+                                "(a factory function is also allowed)")
+            elif not is_class and not is_function:
+                problems.append(f"{where}: {obj!r} is neither a SessionInit subclass nor a factory function")
+        # public hook methods
+        if is_class and issubclass(obj, Callback):
+            for klass in obj.__mro__:
+                if klass is Callback or not issubclass(klass, Callback):
+                    continue
+                bad = sorted(PROTECTED & vars(klass).keys())
+                for hook in bad:
+                    problems.append(f"{where}: {klass.__qualname__} overrides the public hook {hook}(); override "
+                                    f"_{hook}() instead")
+        # clashes
+        if ep.name in core_names:
+            problems.append(f"{where}: {ep.name!r} is already a name of the trainbus core; choose another name")
+        for group in _registry.NAME_GROUPS:
+            for other in _registry.index(group).get(ep.name, ()):
+                other_dist = _registry._dist_name(other)
+                if other_dist != dname:
+                    problems.append(f"{where}: {ep.name!r} is also provided by {_registry.describe(other)}; "
+                                    "rename one of them (users reach both as trainbus.<Name>)")
+    if problems and raise_on_error:
+        raise DistributionCheckError(dname, problems)
+    return problems
+
+
+def _check_ambient(obj: Any, where: str) -> list[str]:
+    """An ambient plugin (group ``trainbus.plugins``) must register and implement known hooks."""
+    from trainbus._manager import TrainbusPluginManager
+
+    pm = TrainbusPluginManager()
+    try:
+        pm.register(obj() if isinstance(obj, type) else obj, name="conformance-check")
+        pm.check_pending()
+    except Exception as exc:  # noqa: BLE001 - reported
+        return [f"{where}: it does not register as a trainbus plugin: {type(exc).__name__}: {exc}"]
+    if not pm.get_hookcallers(pm.get_plugin("conformance-check")):
+        return [f"{where}: it implements no trainbus hook (mark hook functions with @trainbus.hookimpl)"]
+    return []

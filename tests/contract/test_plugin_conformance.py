@@ -1,0 +1,107 @@
+"""Every installed first-party plugin distribution passes ``trainbus.testing.check_distribution``
+(the same check a third-party package runs in its own tests)."""
+
+from __future__ import annotations
+
+import pathlib
+
+import importlib_metadata as md
+import pytest
+
+from trainbus import _registry
+from trainbus.testing import DistributionCheckError, check_distribution
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _installed_plugin_dists() -> list[str]:
+    names = {d.metadata["Name"] for d in md.distributions() if (d.metadata["Name"] or "").startswith("trainbus-")}
+    return sorted(names)
+
+
+def _repo_plugin_dists() -> list[str]:
+    import tomllib
+
+    return sorted(tomllib.loads(p.read_text())["project"]["name"] for p in ROOT.glob("plugins/*/pyproject.toml"))
+
+
+@pytest.mark.parametrize("dist", _installed_plugin_dists())
+def test_distribution_conforms(dist: str) -> None:
+    assert check_distribution(dist) == []
+
+
+def test_every_plugin_directory_is_installed_and_checked() -> None:
+    # a plugin folder that is not installed in the dev environment would escape the check above
+    missing = sorted(set(_repo_plugin_dists()) - set(_installed_plugin_dists()))
+    assert missing == [], f"not installed (pip install --no-deps --no-build-isolation -e plugins/<dir>): {missing}"
+
+
+def test_check_distribution_reports_every_problem(tmp_path, monkeypatch) -> None:
+    """A deliberately broken distribution: each kind of mistake is reported, all at once."""
+    pkg = tmp_path / "badplug"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "from trainbus.callbacks import Callback\n"
+        "__all__ = ['GoodCb']\n"
+        "class GoodCb(Callback):\n"
+        "    def _trigger(self):\n"
+        "        pass\n"
+        "class Helper:\n"
+        "    pass\n"
+        "Renamed = GoodCb\n"
+        "class NotATrainer:\n"
+        "    pass\n"
+    )
+    info = tmp_path / "trainbus_badplug-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: trainbus-badplug\nVersion: 0.1.0\n"
+                                   "Keywords: trainbus-plugin,trainbus-plugin-api=>=2,<3\n")
+    (info / "entry_points.txt").write_text(
+        "[trainbus.callbacks]\n"
+        "GoodCb = badplug:GoodCb\n"
+        "Helper = badplug:Helper\n"
+        "WrongName = badplug:Renamed\n"
+        "Missing = badplug:DoesNotExist\n"
+        "Callback = badplug:GoodCb\n"
+        "[trainbus.train]\n"
+        "NotATrainer = badplug:NotATrainer\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _registry.clear_cache()
+    try:
+        problems = check_distribution("trainbus-badplug", raise_on_error=False)
+        with pytest.raises(DistributionCheckError) as err:
+            check_distribution("trainbus-badplug")
+    finally:
+        _registry.clear_cache()
+    text = "\n".join(problems)
+    assert "declares plugin API >=2,<3, but this trainbus implements plugin API 1" in text
+    assert "Helper = badplug:Helper" in text and "neither a Callback nor a MonitorBase" in text
+    assert "the object is named 'GoodCb', not 'WrongName'" in text
+    assert "Missing = badplug:DoesNotExist [group trainbus.callbacks] does not load" in text
+    assert "'Callback' is already a name of the trainbus core" in text
+    assert "is not a subclass of trainbus.train.Trainer" in text
+    assert "'NotATrainer' is missing from badplug.__all__" in text
+    # GoodCb itself is fine: nothing is reported about it
+    assert not [p for p in problems if p.startswith("entry point GoodCb")]
+    assert str(len(problems)) in str(err.value) and "trainbus-badplug" in str(err.value)
+
+
+def test_check_distribution_reports_a_name_clash(tmp_path, monkeypatch) -> None:
+    for dist in ("one", "two"):
+        (tmp_path / f"clash_{dist}.py").write_text(
+            "from trainbus.callbacks import Callback\n__all__ = ['SameName']\n"
+            "class SameName(Callback):\n    def _trigger(self):\n        pass\n")
+        info = tmp_path / f"trainbus_clash_{dist}-0.1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: trainbus-clash-{dist}\nVersion: 0.1.0\n"
+                                       "Keywords: trainbus-plugin,trainbus-plugin-api=>=1,<2\n")
+        (info / "entry_points.txt").write_text(f"[trainbus.callbacks]\nSameName = clash_{dist}:SameName\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _registry.clear_cache()
+    try:
+        problems = check_distribution("trainbus-clash-one", raise_on_error=False)
+    finally:
+        _registry.clear_cache()
+    assert len(problems) == 1
+    assert "'SameName' is also provided by trainbus-clash-two 0.1.0" in problems[0]
