@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
+
+# test support modules (fake distributions, ...) import as top-level modules
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "_support"))
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 

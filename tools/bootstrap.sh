@@ -39,7 +39,7 @@ case "$JOB" in
   example)
     exec "$VPY" examples/digits_convnet.py ;;
   test)
-    exec "$VPY" -m pytest ;;
+    exec "$VPY" -m pytest -n 2 --dist loadfile ;;
   setup)
     echo "== ready: $VPY" ;;
   *)

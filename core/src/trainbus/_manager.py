@@ -136,7 +136,7 @@ class TrainbusPluginManager(pluggy.PluginManager):
             self._plugin_dists[pname] = _registry.describe(ep)
             loaded.append(ep.name)
             log.info("loaded plugin %s", _registry.describe(ep))
-        return loaded
+        return loaded[::-1]  # in name order, the order their plain impls run
 
 
 @functools.lru_cache(maxsize=None)
