@@ -33,7 +33,8 @@ def _collect(hook: str, expected: tuple, label: str) -> list[Any]:
             entries.append((slot, factory))
     entries.sort(key=lambda e: e[0])
     made = [factory() for _, factory in entries]
-    names = {type(x).__name__ for x in made}
+    # a factory function (e.g. MergeAllSummaries) counts under its own name too
+    names = {type(x).__name__ for x in made} | {getattr(f, "__name__", "") for _, f in entries}
     missing = [(name, dist) for _, name, dist in expected if name not in names]
     if missing:
         hint = "; ".join(f"{name} (pip install {dist})" for name, dist in missing)

@@ -298,6 +298,24 @@ class Callback:
         raise TypeError(f"{type(self).__name__} returns a _state_dict() but does not implement _load_state_dict()")
 
     # ------------------------------------------------------------------ helpers
+    def _drop_hooks(self, *hooks: str) -> None:
+        """Call from ``_setup_graph`` to stop receiving some hooks, e.g. a per-step hook that
+        turned out to have nothing to run (an empty collection): the trainer binds its hooks
+        again after ``setup_graph``, so a dropped per-step hook costs nothing per step.
+        A callback wrapped by another (``PeriodicTrigger``...) is not registered itself; then
+        this does nothing and the wrapper keeps forwarding (the underscore method still runs)."""
+        unknown = [h for h in hooks if h not in HOOK_USES or h == "setup_graph"]
+        if unknown:
+            raise ValueError(f"{self}: cannot drop hook(s) {unknown}; droppable: {sorted(set(HOOK_USES) - {'setup_graph'})}")
+        pm = getattr(getattr(self, "trainer", None), "plugin_manager", None)
+        if pm is None:
+            return
+        for h in hooks:
+            try:
+                getattr(pm.hook, h)._remove_plugin(self)
+            except ValueError:  # not registered for it (or registered through a wrapper)
+                pass
+
     def _as_run_args(self, fetches: Any) -> Any:
         from trainbus.tfutils import _tf
 

@@ -319,6 +319,9 @@ class Trainer:
         self.monitors.bind(self, pm.hook)
         with self.graph.as_default():
             self._bus.setup_graph(trainer=self)
+        # bind again: a callback may leave per-step hooks it turned out not to need while
+        # setting up its graph (Callback._drop_hooks), which then cost nothing per step
+        self._bus = Bus(pm)
 
     def _make_step_incr_op(self) -> Any:
         from trainbus.tfutils.common import get_global_step_var
