@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import tensorflow as tf
@@ -10,22 +11,25 @@ tf1 = tf.compat.v1
 
 __all__ = ["dependency_of_targets", "dependency_of_fetches"]
 
-_CACHE: dict[tuple, bool] = {}
+# graph -> {(target op names, op name): bool}; keyed by names so that nothing keeps the graph alive
+_CACHE: "weakref.WeakKeyDictionary[Any, dict[tuple, bool]]" = weakref.WeakKeyDictionary()
+_MAX_PER_GRAPH = 100000
 
 
 def _as_op(x: Any) -> Any:
-    if isinstance(x, tf.Tensor):
-        return x.op
-    if isinstance(x, tf1.Variable) or hasattr(x, "op") and not isinstance(x, tf.Operation):
-        return x.op
     if isinstance(x, tf.Operation):
         return x
+    if isinstance(x, tf.Tensor):
+        return x.op
+    op = getattr(x, "op", None)  # variables
+    if isinstance(op, tf.Operation):
+        return op
     raise TypeError(f"expected a tf.Operation, tf.Tensor or variable, got {x!r} ({type(x).__name__})")
 
 
 def _ancestors_contain(targets: tuple, op: Any) -> bool:
-    seen = set()
-    stack = [_as_op(t) for t in targets]
+    seen: set[Any] = set()
+    stack = list(targets)
     while stack:
         cur = stack.pop()
         if cur is op:
@@ -39,28 +43,34 @@ def _ancestors_contain(targets: tuple, op: Any) -> bool:
 
 
 def dependency_of_targets(targets: Any, op: Any) -> bool:
-    """True if any of ``targets`` (ops or tensors) depends on ``op`` (memoized).
+    """True if any of ``targets`` (ops, tensors or variables) depends on ``op`` (through data
+    or control edges). The result is memoized per graph.
 
-    :param targets: a tuple (or list) of ops or tensors.
+    :param targets: a tuple (or list) of ops or tensors, or one of them.
     :param op: a ``tf.Operation`` or ``tf.Tensor``.
     """
-    if isinstance(targets, (tf.Tensor, tf.Operation)):
+    if not isinstance(targets, (list, tuple)):
         targets = (targets,)
-    targets = tuple(targets)
+    ops = tuple(_as_op(t) for t in targets)
     op = _as_op(op)
-    key = (tuple(id(t) for t in targets), id(op))
-    hit = _CACHE.get(key)
+    if not ops:
+        return False
+    key = (tuple(o.name for o in ops), op.name)
+    cache = _CACHE.setdefault(op.graph, {})
+    hit = cache.get(key)
     if hit is None:
-        hit = _ancestors_contain(targets, op)
-        if len(_CACHE) > 100000:
-            _CACHE.clear()
-        _CACHE[key] = hit
+        hit = _ancestors_contain(ops, op)
+        if len(cache) > _MAX_PER_GRAPH:
+            cache.clear()
+        cache[key] = hit
     return hit
 
 
 def dependency_of_fetches(fetches: Any, op: Any) -> bool:
-    """True if any of ``fetches`` (anything ``Session.run`` accepts) depends on ``op``."""
-    flat = []
+    """True if any of ``fetches`` (anything ``Session.run`` accepts: nested lists, tuples,
+    dicts, names) depends on ``op``."""
+    flat: list[Any] = []
+    graph = _as_op(op).graph
 
     def walk(f: Any) -> None:
         if isinstance(f, (list, tuple)):
@@ -70,8 +80,7 @@ def dependency_of_fetches(fetches: Any, op: Any) -> bool:
             for x in f.values():
                 walk(x)
         elif isinstance(f, str):
-            g = tf1.get_default_graph()
-            flat.append(g.as_graph_element(f))
+            flat.append(graph.as_graph_element(f))
         elif f is not None:
             flat.append(f)
 
