@@ -1,0 +1,103 @@
+"""Fixtures of the reliability suite: run the training script in a subprocess, wait for
+its marker files, and check that nothing (thread, process) is left behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+SCRIPT = HERE / "rel_script.py"
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))  # the tests import relutil (helpers shared with subprocesses)
+
+from relutil import pid_alive, wait_for  # noqa: E402,F401
+
+
+class Script:
+    """One run of rel_script.py in its own directory."""
+
+    def __init__(self, root: Path, *args: str, env: dict | None = None) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+        self.logdir = root / "log"
+        self.ready = root / "ready"
+        self.marker = root / "marker"
+        self.pidfile = root / "pids"
+        cmd = [sys.executable, "-u", str(SCRIPT), "--logdir", str(self.logdir), "--ready", str(self.ready),
+               "--marker", str(self.marker), "--pidfile", str(self.pidfile), *args]
+        full_env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONFAULTHANDLER="1")
+        full_env.update(env or {})
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env=full_env, start_new_session=True)
+
+    def wait_ready(self, timeout: float = 90) -> None:
+        wait_for(self.ready.exists, timeout, "the first training step", self.proc)
+
+    def signal(self, sig: int) -> None:
+        self.proc.send_signal(sig)
+
+    def finish(self, timeout: float = 60) -> tuple[int, str, str]:
+        try:
+            out, err = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill_group()
+            out, err = self.proc.communicate()
+            raise AssertionError(f"the training process did not end within {timeout} s\n{err[-3000:]}")
+        return self.proc.returncode, out, err
+
+    def marker_lines(self) -> list[str]:
+        return self.marker.read_text().splitlines() if self.marker.exists() else []
+
+    def child_pids(self) -> list[int]:
+        return [int(x) for x in self.pidfile.read_text().split()] if self.pidfile.exists() else []
+
+    def kill_group(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+@pytest.fixture()
+def script(tmp_path):
+    """``script(*args)`` starts rel_script.py; every started process group is killed afterwards."""
+    started: list[Script] = []
+
+    def start(*args: str, name: str = "run", env: dict | None = None) -> Script:
+        s = Script(tmp_path / f"{name}{len(started)}", *args, env=env)
+        started.append(s)
+        return s
+
+    yield start
+    for s in started:
+        if s.proc.poll() is None:
+            s.kill_group()
+            s.proc.communicate()
+
+
+@pytest.fixture()
+def no_leaks():
+    """Fails the test if it leaves a thread or a child process behind."""
+    import psutil
+
+    before_threads = set(threading.enumerate())
+    before_children = {p.pid for p in psutil.Process().children(recursive=True)}
+    yield
+    deadline = time.monotonic() + 10
+    while True:
+        threads = [t for t in threading.enumerate() if t not in before_threads and t.is_alive()]
+        children = [p for p in psutil.Process().children(recursive=True)
+                    if p.pid not in before_children and p.status() != psutil.STATUS_ZOMBIE]
+        if not threads and not children:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"left behind: threads {[t.name for t in threads]}, processes {[p.pid for p in children]}")
+        time.sleep(0.05)

@@ -1,0 +1,31 @@
+"""Helpers of the reliability tests (importable from tests and from their subprocesses)."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+
+def wait_for(pred, timeout: float, what: str, proc: subprocess.Popen | None = None):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        if proc is not None and proc.poll() is not None:
+            out, err = proc.communicate()
+            raise AssertionError(f"the process ended (rc={proc.returncode}) before {what}\n--- stderr\n{err[-3000:]}\n--- stdout\n{out[-3000:]}")
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def pid_alive(pid: int) -> bool:
+    import psutil
+
+    try:
+        p = psutil.Process(pid)
+        return p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
