@@ -531,7 +531,16 @@ class Trainer:
 
         self._check_loop_args(steps_per_epoch, starting_epoch, max_epoch)
         self.setup_callbacks(callbacks, monitors)
-        self.initialize(session_creator, session_init)
+        try:
+            self.initialize(session_creator, session_init)
+        except BaseException:
+            # before_train never ran, so no after_train is due; only release the session
+            if self.sess is not None:
+                try:
+                    self.sess.close()
+                except Exception as e:  # noqa: BLE001 - the original error matters more
+                    logger.warning(f"Closing the session failed: {e}")
+            raise
         with graceful_signals(self):
             self.main_loop(steps_per_epoch, starting_epoch, max_epoch)
 
