@@ -1,0 +1,97 @@
+"""Trigger combinators: counting rules of PeriodicTrigger, PeriodicCallback, EnableCallbackIf."""
+
+import time
+
+import pytest
+
+from trainbus.callbacks import Callback, EnableCallbackIf, PeriodicCallback, PeriodicTrigger
+from trainbus.testing import HookRecorder, train_tiny
+
+
+class Triggered(Callback):
+    def __init__(self):
+        self.at = []
+
+    def _trigger(self):
+        self.at.append((self.epoch_num, self.global_step))
+
+
+@pytest.mark.parametrize("k", [1, 2, 5, 7])
+def test_every_k_steps(k):
+    t = Triggered()
+    train_tiny([PeriodicTrigger(t, every_k_steps=k)], max_epoch=3, steps_per_epoch=4)
+    assert [gs for _, gs in t.at] == [s for s in range(1, 13) if s % k == 0]
+
+
+def test_every_k_epochs_and_before_train():
+    t = Triggered()
+    train_tiny([PeriodicTrigger(t, every_k_epochs=2, before_train=True)], max_epoch=5, steps_per_epoch=2)
+    assert t.at == [(0, 0), (2, 4), (4, 8)]
+
+
+def test_steps_and_epochs_both():
+    t = Triggered()
+    train_tiny([PeriodicTrigger(t, every_k_steps=3, every_k_epochs=1)], max_epoch=2, steps_per_epoch=3)
+    assert t.at == [(1, 3), (1, 3), (2, 6), (2, 6)]
+
+
+def test_every_k_seconds():
+    class Slow(Callback):
+        def _trigger_step(self):
+            time.sleep(0.02)
+
+    t = Triggered()
+    train_tiny([Slow(), PeriodicTrigger(t, every_k_seconds=0.05)], max_epoch=1, steps_per_epoch=12)
+    # 12 steps of >= 20 ms = >= 240 ms: at least 3, at most one trigger per 2 steps
+    assert 3 <= len(t.at) <= 6
+
+
+def test_periodic_trigger_keeps_other_methods():
+    rec = HookRecorder()
+    train_tiny([PeriodicTrigger(rec, every_k_steps=2)], max_epoch=1, steps_per_epoch=4)
+    hooks = rec.hooks()
+    assert hooks.count("before_run") == 4 and hooks.count("trigger_step") == 4
+    assert hooks.count("trigger") == 2 and "trigger_epoch" not in hooks
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"every_k_steps": 0}, {"every_k_epochs": -1}, {"every_k_steps": 1.5},
+                                    {"every_k_seconds": 0}])
+def test_periodic_trigger_rejects_bad_arguments(kwargs):
+    with pytest.raises(ValueError, match="PeriodicTrigger"):
+        PeriodicTrigger(Triggered(), **kwargs)
+
+
+def test_periodic_callback_steps():
+    rec = HookRecorder()
+    train_tiny([PeriodicCallback(rec, every_k_steps=2)], max_epoch=1, steps_per_epoch=4)
+    # pred is checked in before_run against the step counter before the run: global_step 0 and 2
+    assert [e[2] for e in rec.events if e[0] == "before_run"] == [0, 2]
+    assert [e[2] for e in rec.events if e[0] == "trigger_step"] == [2, 4]
+
+
+def test_periodic_callback_epochs_and_last_step():
+    rec = HookRecorder()
+    train_tiny([PeriodicCallback(rec, every_k_epochs=2)], max_epoch=3, steps_per_epoch=2)
+    trig = [e[1] for e in rec.events if e[0] == "trigger_epoch"]
+    assert trig == [2, 3]  # epoch 2 by the rule; epoch 3 because it ends training
+    steps = [(e[1], e[3]) for e in rec.events if e[0] == "trigger_step"]
+    assert steps == [(2, 0), (2, 1), (3, 1)]
+    with pytest.raises(ValueError):
+        PeriodicCallback(rec)
+
+
+def test_enable_callback_if_evaluates_pred_in_before_run_only():
+    calls = []
+
+    def pred(self):
+        calls.append(self.trainer.global_step)
+        return self.trainer.global_step % 3 == 0
+
+    rec = HookRecorder()
+    train_tiny([EnableCallbackIf(rec, pred)], max_epoch=1, steps_per_epoch=4)
+    br = [e[2] for e in rec.events if e[0] == "before_run"]
+    ar = [e[2] for e in rec.events if e[0] == "after_run"]
+    assert br == [0, 3] and ar == [1, 4]  # after_run follows the before_run decision
+    assert "setup_graph" in rec.hooks() and "after_train" in rec.hooks()
+    with pytest.raises(TypeError):
+        EnableCallbackIf(rec, "not callable")
