@@ -34,6 +34,10 @@ _LAZY = {
 }
 _SUBMODULES = {"argscope", "collection", "common", "dependency", "export", "gradproc", "optimizer", "scope_utils",
                "sesscreate", "sessinit", "summary", "tower", "varmanip", "varreplace"}
+# ``argscope`` names both a submodule and its function: bind the function now (argscope.py
+# imports no TensorFlow), else importing the submodule would shadow it with the module.
+from trainbus.tfutils.argscope import argscope, get_arg_scope  # noqa: E402
+
 _plugin_getattr, _plugin_dir = _registry.make_module_getattr(__name__, ("trainbus.tfutils.sessinit",), globals())
 
 
