@@ -24,6 +24,7 @@ __all__ = ["hookimpl", "hookspec", "StopTraining", "PluginConflictError", "Plugi
 
 _LAZY_MODULES = {
     "callbacks", "train", "tfutils", "dataflow", "input_source", "predict", "utils", "models", "testing", "hookspecs",
+    "compose", "config_file",
 }
 _LAZY = {
     "ModelDesc": "trainbus.train", "ModelDescBase": "trainbus.train", "Trainer": "trainbus.train",

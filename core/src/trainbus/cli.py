@@ -1,10 +1,14 @@
 """The ``trainbus`` command (also ``python -m trainbus``).
 
 Subcommands:
-  plugins            every installed plugin distribution, its version, bundle and names
+  plugins            every installed plugin distribution, its version, bundle, plugin API and names
   order SPEC         the effective callback order per hook of a configured run; SPEC is
                      ``module:attr`` naming a TrainConfig, a list of callbacks, or a
                      function returning either
+  train RUN.toml     train the run a TOML file describes (``--dry-run``: print the resolved
+                     plan, train nothing); see ``trainbus.config_file``
+  new-plugin NAME    create a plugin distribution ``trainbus-NAME`` (pyproject with entry
+                     points, a callback, a monitor, tests, README) to start from
 """
 
 from __future__ import annotations
@@ -25,21 +29,41 @@ def _bundle_of(dist: str) -> str:
     return "-"
 
 
+def _api_problem(dname: str, spec: str | None) -> str | None:
+    """The message for a distribution whose declared plugin API this core does not implement."""
+    if spec is None:
+        return None
+    try:
+        _registry._check_api(dname, spec)
+    except Exception as e:  # noqa: BLE001 - PluginAPIVersionError or an unreadable spec
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
 def plugin_report(try_load: bool = True) -> list[dict[str, Any]]:
-    """One entry per installed plugin distribution: name, version, bundle, names, errors."""
+    """One entry per installed plugin distribution: name, version, bundle, declared plugin API
+    (``api``), names, ambient plugins and errors (load failures, API mismatches, clashes)."""
     dists: dict[str, dict[str, Any]] = {}
     for group in (*_registry.NAME_GROUPS, _registry.PLUGIN_GROUP):
         for name, eps in sorted(_registry.index(group).items()):
             for ep in eps:
                 dist = ep.dist
                 dname = dist.metadata["Name"] if dist is not None else "<unknown>"
-                rec = dists.setdefault(dname, {"name": dname, "version": dist.version if dist else "?",
-                                               "bundle": _bundle_of(dname), "names": [], "plugins": [], "errors": []})
+                rec = dists.get(dname)
+                if rec is None:
+                    spec = _registry.declared_api(ep)
+                    rec = dists[dname] = {"name": dname, "version": dist.version if dist else "?",
+                                          "bundle": _bundle_of(dname), "api": spec, "names": [], "plugins": [],
+                                          "errors": []}
+                    api_error = _api_problem(dname, spec)
+                    rec["api_ok"] = api_error is None
+                    if api_error:
+                        rec["errors"].append(api_error)
                 if group == _registry.PLUGIN_GROUP:
                     rec["plugins"].append(name)
                 else:
                     rec["names"].append(f"{group}.{name}")
-                if try_load:
+                if try_load and rec["api_ok"]:
                     try:
                         _registry.load(ep, f"{group}.{name}")
                     except Exception as e:  # noqa: BLE001 - reported, not raised
@@ -60,7 +84,8 @@ def cmd_plugins(args: argparse.Namespace) -> int:
         print("no trainbus plugin distributions are installed (pip install 'trainbus[standard]')")
         return 0
     for rec in report:
-        print(f"{rec['name']} {rec['version']}  [bundle: {rec['bundle']}]")
+        api = f"plugin API {rec['api']}" if rec["api"] else "plugin API not declared"
+        print(f"{rec['name']} {rec['version']}  [bundle: {rec['bundle']}]  [{api}]")
         for n in rec["names"]:
             print(f"    {n}")
         for p in rec["plugins"]:
@@ -107,6 +132,35 @@ def cmd_order(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_train(args: argparse.Namespace) -> int:
+    from trainbus.config_file import RunConfigError, train_from_file
+
+    try:
+        result = train_from_file(args.config, dry_run=args.dry_run)
+    except RunConfigError as e:
+        print(f"trainbus train: {e}", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        print(result)
+    return 0
+
+
+def cmd_new_plugin(args: argparse.Namespace) -> int:
+    from trainbus._scaffold import names_for, scaffold_plugin
+
+    try:
+        root = scaffold_plugin(args.name, args.dir)
+    except (ValueError, FileExistsError) as e:
+        print(f"trainbus new-plugin: {e}", file=sys.stderr)
+        return 2
+    n = names_for(args.name)
+    print(f"wrote the plugin distribution {n['dist']} in {root}")
+    print(f"  callback  trainbus.callbacks.{n['callback']}")
+    print(f"  monitor   trainbus.callbacks.{n['monitor']}")
+    print(f"next: pip install -e {root} && pytest {root / 'tests'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="trainbus", description="trainbus command line")
     sub = p.add_subparsers(dest="command", required=True)
@@ -117,6 +171,19 @@ def build_parser() -> argparse.ArgumentParser:
     so = sub.add_parser("order", help="print the callback order per hook of a configured run")
     so.add_argument("spec", help="module:attr naming a TrainConfig, a list of callbacks, or a function returning one")
     so.set_defaults(func=cmd_order)
+    st = sub.add_parser("train", help="train the run described by a TOML file",
+                        description="Train the run a TOML file describes (model, data, trainer, callbacks and "
+                                    "monitors by registered name, loop options). Every mistake in the file is "
+                                    "reported at once, with its line, before anything starts.")
+    st.add_argument("config", help="the run file (TOML)")
+    st.add_argument("--dry-run", action="store_true",
+                    help="print the resolved plan (components, providing distributions, callback order per hook) "
+                         "and train nothing")
+    st.set_defaults(func=cmd_train)
+    sn = sub.add_parser("new-plugin", help="create a plugin distribution to start from")
+    sn.add_argument("name", help="the plugin's name, e.g. grad-stats (the distribution becomes trainbus-grad-stats)")
+    sn.add_argument("--dir", default=None, help="where to write it (default ./trainbus-NAME); must be empty or new")
+    sn.set_defaults(func=cmd_new_plugin)
     return p
 
 

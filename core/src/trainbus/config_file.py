@@ -1,0 +1,745 @@
+"""Training runs described by a TOML file (``trainbus train RUN.toml``).
+
+A run file names every component; callbacks, monitors, the trainer and the session
+initializer by their registered names (``trainbus plugins`` lists them)::
+
+    [model]                          # a ModelDesc: "module:Class" and its arguments
+    class = "mymodels:Net"
+    args = { lr = 0.1 }
+
+    [data]                           # "module:function" returning a DataFlow or an InputSource
+    function = "mydata:train_data"
+    args = { batch = 32 }
+
+    [trainer]                        # default: SimpleTrainer
+    name = "SimpleTrainer"
+
+    [[callbacks]]
+    name = "ModelSaver"
+    args = { max_to_keep = 2 }
+
+    [[callbacks]]                    # an argument may itself be a component:
+    name = "PeriodicTrigger"         #   { callback = "Name", args = {...} }, { monitor = ... },
+    args = { triggerable = { callback = "ModelSaver" }, every_k_steps = 5 }
+                                     #   { session_init = ... }, { object = "module:attr", args = {...} }
+    [[monitors]]                     # no [[monitors]] at all = DEFAULT_MONITORS()
+    name = "ScalarPrinter"
+
+    [session_init]                   # optional
+    name = "SmartInit"
+    args = { session_init = "train_log/old/checkpoint" }
+
+    [train]
+    steps_per_epoch = 100            # default: the size of the data
+    max_epoch = 10
+    starting_epoch = 1
+    logdir = "train_log/net"         # optional; relative to the current directory
+    logdir_action = "k"              # k(eep) d(elete) b(ackup) n(ew) q(uit), if logdir is not empty
+    default_callbacks = true         # append DEFAULT_CALLBACKS() (tensorpack's extra_callbacks)
+
+``module`` paths are imported with the run file's directory and the current directory on
+``sys.path``. Every mistake (unknown names, arguments that do not fit a signature, missing
+plugins, bad loop options) is collected and reported at once, each with its line, before
+anything starts (:class:`RunConfigError`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib
+import os
+import re
+import pathlib
+import sys
+from typing import Any, Iterator
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from trainbus import compose
+
+__all__ = ["RunConfigError", "Problem", "Component", "RunPlan", "load_run_file", "train_from_file", "scan_key_lines"]
+
+Path = tuple  # a key path in the TOML document, e.g. ("callbacks", 1, "args", "max_to_keep")
+
+
+# =============================================================================================
+# line numbers: tomllib gives values only, so scan the text for where each key/table starts
+# =============================================================================================
+
+_BARE = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+class _Scanner:
+    """Walks a (valid) TOML text and records the line where every key, table and array item
+    starts, by concrete path (array-of-tables entries by index)."""
+
+    def __init__(self, text: str) -> None:
+        self.t = text
+        self.i = 0
+        self.line = 1
+        self.pos: dict[Path, int] = {}
+        self.aot: dict[Path, int] = {}
+
+    # -- characters
+    def eof(self) -> bool:
+        return self.i >= len(self.t)
+
+    def peek(self, k: int = 1) -> str:
+        return self.t[self.i:self.i + k]
+
+    def adv(self, k: int = 1) -> None:
+        chunk = self.t[self.i:self.i + k]
+        self.line += chunk.count("\n")
+        self.i += k
+
+    def skip_ws(self, newlines: bool) -> None:
+        while not self.eof():
+            c = self.peek()
+            if c in " \t\r" or (newlines and c == "\n"):
+                self.adv()
+            elif c == "#":
+                while not self.eof() and self.peek() != "\n":
+                    self.adv()
+            else:
+                return
+
+    def skip_string(self) -> str:
+        for delim in ('"""', "'''", '"', "'"):
+            if self.t.startswith(delim, self.i):
+                break
+        self.adv(len(delim))
+        start = self.i
+        while not self.eof():
+            if delim[0] == '"' and self.peek() == "\\":
+                self.adv(2)
+                continue
+            if self.t.startswith(delim, self.i):
+                # a multi-line string may end with up to two extra quotes
+                while len(delim) == 3 and self.t.startswith(delim + delim[0], self.i):
+                    self.adv()
+                text = self.t[start:self.i]
+                self.adv(len(delim))
+                return text
+            self.adv()
+        return self.t[start:]
+
+    def read_key(self) -> tuple[str, ...]:
+        parts: list[str] = []
+        while True:
+            self.skip_ws(newlines=False)
+            c = self.peek()
+            if c in ('"', "'"):
+                raw = self.skip_string()
+                parts.append(raw.encode().decode("unicode_escape") if c == '"' and "\\" in raw else raw)
+            else:
+                start = self.i
+                while not self.eof() and self.peek() in _BARE:
+                    self.adv()
+                parts.append(self.t[start:self.i])
+            self.skip_ws(newlines=False)
+            if self.peek() == ".":
+                self.adv()
+                continue
+            return tuple(parts)
+
+    # -- structure
+    def concrete(self, key: tuple[str, ...]) -> Path:
+        out: Path = ()
+        for k in key:
+            out = out + (k,)
+            if out in self.aot:
+                out = out + (self.aot[out],)
+        return out
+
+    def record(self, path: Path) -> None:
+        for n in range(1, len(path)):
+            self.pos.setdefault(path[:n], self.line)
+        self.pos[path] = self.line
+
+    def value(self, path: Path) -> None:
+        self.skip_ws(newlines=False)
+        c = self.peek()
+        if c == "{":
+            self.adv()
+            while True:
+                self.skip_ws(newlines=True)
+                if self.eof() or self.peek() == "}":
+                    self.adv()
+                    return
+                key = self.read_key()
+                self.record(path + key)
+                self.skip_ws(newlines=False)
+                if self.peek() == "=":
+                    self.adv()
+                self.value(path + key)
+                self.skip_ws(newlines=True)
+                if self.peek() == ",":
+                    self.adv()
+        elif c == "[":
+            self.adv()
+            idx = 0
+            while True:
+                self.skip_ws(newlines=True)
+                if self.eof() or self.peek() == "]":
+                    self.adv()
+                    return
+                self.record(path + (idx,))
+                self.value(path + (idx,))
+                self.skip_ws(newlines=True)
+                if self.peek() == ",":
+                    self.adv()
+                idx += 1
+        elif c in ('"', "'"):
+            self.skip_string()
+        else:
+            while not self.eof() and self.peek() not in ",]}\n#":
+                self.adv()
+
+    def run(self) -> dict[Path, int]:
+        current: Path = ()
+        while True:
+            self.skip_ws(newlines=True)
+            if self.eof():
+                return self.pos
+            if self.peek(2) == "[[":
+                self.adv(2)
+                key = self.read_key()
+                base = self.concrete(key[:-1]) + (key[-1],)
+                idx = self.aot.get(base, -1) + 1
+                self.aot[base] = idx
+                current = base + (idx,)
+                self.pos.setdefault(base, self.line)
+                self.record(current)
+                self.adv(2)
+            elif self.peek() == "[":
+                self.adv()
+                current = self.concrete(self.read_key())
+                self.record(current)
+                self.adv()
+            else:
+                key = self.read_key()
+                self.record(current + key)
+                self.skip_ws(newlines=False)
+                if self.peek() == "=":
+                    self.adv()
+                self.value(current + key)
+
+
+def scan_key_lines(text: str) -> dict[Path, int]:
+    """Line number (1-based) of every key, table and array item of a TOML text, by path."""
+    scanner = _Scanner(text)
+    try:
+        return scanner.run()
+    except Exception:  # noqa: BLE001 - line numbers are best effort; tomllib already validated the text
+        return scanner.pos
+
+
+# =============================================================================================
+# problems
+# =============================================================================================
+
+@dataclasses.dataclass
+class Problem:
+    """One mistake in a run file."""
+
+    line: int | None
+    where: str
+    message: str
+
+    def format(self, filename: str) -> str:
+        loc = f"{filename}:{self.line}" if self.line else filename
+        return f"{loc}: {self.where}: {self.message}"
+
+
+class RunConfigError(ValueError):
+    """A run file has mistakes; ``problems`` lists every one (with its line), nothing was started."""
+
+    def __init__(self, filename: str, problems: list[Problem]) -> None:
+        self.filename = filename
+        self.problems = list(problems)
+        body = "\n".join("  " + p.format(filename) for p in self.problems)
+        super().__init__(f"{filename}: {len(self.problems)} problem(s); nothing was started:\n{body}")
+
+
+def _where(path: Path) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "(file)"
+
+
+# =============================================================================================
+# components
+# =============================================================================================
+
+@dataclasses.dataclass
+class Component:
+    """One resolved component of a run: what to call (``target``) with which arguments."""
+
+    kind: str          # model, data, trainer, session_init, callback, monitor, object
+    label: str         # where in the file, e.g. "callbacks[0]"
+    name: str          # the registered name, or "module:attr"
+    target: Any        # the class or function
+    args: dict[str, Any]
+    provider: str      # "trainbus-saver 0.1.0", "trainbus 0.1.0 (core)", "module mymodels (path)"
+    line: int | None
+    call: bool = True  # False for {object = "module:attr"} without args: the attribute itself
+
+    def build(self) -> Any:
+        """Call ``target`` with the (recursively built) arguments."""
+        if not self.call:
+            return self.target
+        return self.target(**{k: _materialize(v) for k, v in self.args.items()})
+
+    def describe(self) -> str:
+        if not self.call:
+            return self.name
+        return f"{self.name}({', '.join(f'{k}={_describe_value(v)}' for k, v in self.args.items())})"
+
+
+def _materialize(v: Any) -> Any:
+    if isinstance(v, Component):
+        return v.build()
+    if isinstance(v, list):
+        return [_materialize(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _materialize(x) for k, x in v.items()}
+    return v
+
+
+def _describe_value(v: Any) -> str:
+    if isinstance(v, Component):
+        return v.describe()
+    if isinstance(v, list):
+        return "[" + ", ".join(_describe_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k!r}: {_describe_value(x)}" for k, x in v.items()) + "}"
+    return repr(v)
+
+
+_REF_KINDS = {"callback": "callback", "monitor": "monitor", "session_init": "session_init", "trainer": "trainer",
+              "object": "object"}
+_TOP_KEYS = {
+    "model": "the ModelDesc: class = \"module:Class\", args = {...}",
+    "data": "the input: function = \"module:function\", args = {...}",
+    "trainer": "the trainer strategy: name = \"SimpleTrainer\", args = {...}",
+    "session_init": "the session initializer: name = \"SmartInit\", args = {...}",
+    "callbacks": "[[callbacks]] tables: name = \"ModelSaver\", args = {...}",
+    "monitors": "[[monitors]] tables: name = \"ScalarPrinter\", args = {...}",
+    "train": "the loop options: steps_per_epoch, max_epoch, starting_epoch, logdir, logdir_action, default_callbacks",
+}
+_TRAIN_KEYS = {"steps_per_epoch", "max_epoch", "starting_epoch", "logdir", "logdir_action", "default_callbacks"}
+
+
+def _close(word: str, choices: Any) -> str:
+    m = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {m[0]!r}?)" if m else ""
+
+
+class _Checker:
+    """Turns the parsed document into components, collecting every problem on the way."""
+
+    def __init__(self, doc: dict[str, Any], lines: dict[Path, int], base_dir: pathlib.Path) -> None:
+        self.doc = doc
+        self.lines = lines
+        self.base_dir = base_dir
+        self.problems: list[Problem] = []
+
+    def line(self, path: Path) -> int | None:
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path[:-1]
+        return None
+
+    def problem(self, path: Path, message: str) -> None:
+        self.problems.append(Problem(self.line(path), _where(path), message))
+
+    # -- "module:attr" targets
+    def import_target(self, path: Path, spec: Any, what: str) -> tuple[Any, str] | None:
+        if not isinstance(spec, str) or spec.count(":") != 1 or not all(spec.split(":")):
+            self.problem(path, f"{what} must be a string \"module:attribute\" (e.g. \"mymodels:Net\"), got {spec!r}")
+            return None
+        modname, attr = spec.split(":")
+        with _import_path(self.base_dir):
+            try:
+                mod = importlib.import_module(modname)
+            except ModuleNotFoundError as e:
+                if e.name is not None and (modname == e.name or modname.startswith(e.name + ".")):
+                    self.problem(path, f"cannot import module {modname!r} ({e}); the module must be importable from the "
+                                       f"run file's directory ({self.base_dir}), the current directory or sys.path")
+                else:
+                    self.problem(path, f"importing module {modname!r} failed: {e}; install the missing package")
+                return None
+            except Exception as e:  # noqa: BLE001 - reported with its line
+                self.problem(path, f"importing module {modname!r} failed: {type(e).__name__}: {e}")
+                return None
+        obj: Any = mod
+        for part in attr.split("."):
+            if not hasattr(obj, part):
+                public = [n for n in dir(obj) if not n.startswith("_")]
+                self.problem(path, f"module {modname!r} has no attribute {attr!r}{_close(part, public)}")
+                return None
+            obj = getattr(obj, part)
+        return obj, f"module {modname} ({getattr(mod, '__file__', '?')})"
+
+    # -- arguments
+    def args_of(self, path: Path, table: dict[str, Any], allowed: set[str]) -> dict[str, Any]:
+        for key in table:
+            if key not in allowed and key != "args":
+                self.problem(path + (key,), f"unknown key {key!r}{_close(key, allowed | {'args'})}; allowed here: "
+                                            f"{', '.join(sorted(allowed | {'args'}))} (put arguments in args = {{...}})")
+        args = table.get("args", {})
+        if not isinstance(args, dict):
+            self.problem(path + ("args",), f"args must be a table of keyword arguments, e.g. args = {{ x = 1 }}, got {args!r}")
+            return {}
+        return {k: self.value(path + ("args", k), v) for k, v in args.items()}
+
+    def value(self, path: Path, v: Any) -> Any:
+        if isinstance(v, list):
+            return [self.value(path + (i,), x) for i, x in enumerate(v)]
+        if isinstance(v, dict):
+            kinds = [k for k in v if k in _REF_KINDS]
+            if len(kinds) == 1 and set(v) <= {kinds[0], "args"}:
+                comp = self.component(path, _REF_KINDS[kinds[0]], v, name_key=kinds[0])
+                return comp if comp is not None else None
+            return {k: self.value(path + (k,), x) for k, x in v.items()}
+        return v
+
+    def check_call(self, path: Path, target: Any, name: str, args: dict[str, Any]) -> bool:
+        try:
+            compose.check_arguments(target, (), args, label=name)
+        except compose.ComponentArgumentError as e:
+            bad = [k for k in args if f"{k!r} is not a parameter" in str(e)]
+            self.problem(path + ("args", bad[0]) if bad else path + ("args",), f"{e} Fix args = {{...}} of this entry.")
+            return False
+        return True
+
+    # -- one component
+    def component(self, path: Path, kind: str, table: Any, name_key: str = "name") -> Component | None:
+        label = _where(path)
+        if not isinstance(table, dict):
+            self.problem(path, f"expected a table ({_TOP_KEYS.get(path[0], '')}), got {table!r}")
+            return None
+        if kind in ("model", "data", "object"):
+            key = {"model": "class", "data": "function", "object": "object"}[kind]
+            if key not in table:
+                self.problem(path, f"missing {key} = \"module:attribute\"")
+                self.args_of(path, table, {key})
+                return None
+            found = self.import_target(path + (key,), table[key], key)
+            args = self.args_of(path, table, {key})
+            if found is None:
+                return None
+            target, provider = found
+            call = kind != "object" or "args" in table
+            if call and not callable(target):
+                self.problem(path + (key,), f"{table[key]} is {target!r}, which cannot be called")
+                return None
+            if call and not self.check_call(path, target, table[key], args):
+                return None
+            return Component(kind, label, table[key], target, args, provider, self.line(path), call=call)
+        if name_key not in table:
+            if kind == "trainer":
+                table = {**table, "name": "SimpleTrainer"}
+            else:
+                self.problem(path, f"missing {name_key} = \"<registered name>\" (see `trainbus plugins`)")
+                self.args_of(path, table, {name_key})
+                return None
+        name = table[name_key]
+        args = self.args_of(path, table, {name_key})
+        if not isinstance(name, str):
+            self.problem(path + (name_key,), f"{name_key} must be a string, got {name!r}")
+            return None
+        try:
+            target = compose.resolve(kind, name)
+        except compose.MissingPluginError as e:
+            self.problem(path + (name_key,), f"{e}")
+            return None
+        except compose.UnknownComponentError as e:
+            self.problem(path + (name_key,), f"{e}")
+            return None
+        except Exception as e:  # noqa: BLE001 - a broken plugin: reported with its line
+            self.problem(path + (name_key,), f"{type(e).__name__}: {e}")
+            return None
+        if not self.check_call(path, target, name, args):
+            return None
+        return Component(kind, label, name, target, args, compose.provider_of(kind, name), self.line(path))
+
+    # -- the whole document
+    def check(self) -> RunPlan:
+        doc = self.doc
+        for key in doc:
+            if key not in _TOP_KEYS:
+                self.problem((key,), f"unknown section {key!r}{_close(key, _TOP_KEYS)}; a run file has: "
+                                     f"{', '.join(_TOP_KEYS)}")
+        model = data = trainer = sessinit = None
+        if "model" not in doc:
+            self.problems.append(Problem(None, "model", "missing [model] section with class = \"module:Class\""))
+        else:
+            model = self.component(("model",), "model", doc["model"])
+        if "data" not in doc:
+            self.problems.append(Problem(None, "data", "missing [data] section with function = \"module:function\""))
+        else:
+            data = self.component(("data",), "data", doc["data"])
+        trainer = self.component(("trainer",), "trainer", doc.get("trainer", {}))
+        if "session_init" in doc:
+            sessinit = self.component(("session_init",), "session_init", doc["session_init"])
+        lists: dict[str, list[Component] | None] = {}
+        for section, kind in (("callbacks", "callback"), ("monitors", "monitor")):
+            if section not in doc:
+                lists[section] = None
+                continue
+            items = doc[section]
+            if not isinstance(items, list):
+                self.problem((section,), f"{section} must be an array of tables: write each entry as [[{section}]]")
+                lists[section] = []
+                continue
+            comps = [self.component((section, i), kind, t) for i, t in enumerate(items)]
+            lists[section] = [c for c in comps if c is not None]
+        loop = self.loop_options(doc.get("train", {}))
+        return RunPlan(model=model, data=data, trainer=trainer, session_init=sessinit,
+                       callbacks=lists["callbacks"] or [], monitors=lists["monitors"], loop=loop)
+
+    def loop_options(self, train: Any) -> dict[str, Any]:
+        if not isinstance(train, dict):
+            self.problem(("train",), "[train] must be a table")
+            return {}
+        for key in train:
+            if key not in _TRAIN_KEYS:
+                self.problem(("train", key), f"unknown loop option {key!r}{_close(key, _TRAIN_KEYS)}; allowed: "
+                                             f"{', '.join(sorted(_TRAIN_KEYS))}")
+        out: dict[str, Any] = {k: v for k, v in train.items() if k in _TRAIN_KEYS}
+        for key, lo in (("steps_per_epoch", 1), ("max_epoch", 1), ("starting_epoch", 0)):
+            v = train.get(key)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < lo):
+                self.problem(("train", key), f"{key} must be an integer >= {lo}, got {v!r}; write e.g. {key} = {max(lo, 1) * 2}")
+        if "default_callbacks" in train and not isinstance(train["default_callbacks"], bool):
+            self.problem(("train", "default_callbacks"), f"default_callbacks must be true or false, got {train['default_callbacks']!r}")
+        action = train.get("logdir_action")
+        if action is not None and action not in ("k", "d", "b", "n", "q"):
+            self.problem(("train", "logdir_action"), f"logdir_action must be one of \"k\" (keep), \"d\" (delete), "
+                                                     f"\"b\" (backup), \"n\" (new), \"q\" (quit), got {action!r}")
+        logdir = train.get("logdir")
+        if logdir is not None:
+            if not isinstance(logdir, str) or not logdir:
+                self.problem(("train", "logdir"), f"logdir must be a directory path string, got {logdir!r}")
+            elif action is None and os.path.isdir(logdir) and any(not n.startswith(".") for n in os.listdir(logdir)) \
+                    and not (sys.stdin and sys.stdin.isatty()):
+                self.problem(("train", "logdir"), f"the log directory {logdir} exists and is not empty; add "
+                                                  "logdir_action = \"k\" (keep and resume), \"d\" (delete), \"b\" (backup) "
+                                                  "or \"n\" (new directory) to [train]")
+        return out
+
+
+class _import_path:
+    """Put a directory (and the current one) first on ``sys.path`` while importing."""
+
+    def __init__(self, base: pathlib.Path) -> None:
+        self.dirs = [str(base), os.getcwd()]
+
+    def __enter__(self) -> None:
+        self.added = [d for d in self.dirs if d not in sys.path]
+        sys.path[:0] = self.added
+
+    def __exit__(self, *exc: Any) -> None:
+        for d in self.added:
+            if d in sys.path:
+                sys.path.remove(d)
+
+
+# =============================================================================================
+# the plan
+# =============================================================================================
+
+@dataclasses.dataclass
+class RunPlan:
+    """A checked run file: every component resolved, nothing built or started yet."""
+
+    model: Component | None
+    data: Component | None
+    trainer: Component | None
+    session_init: Component | None
+    callbacks: list[Component]
+    monitors: list[Component] | None  # None: DEFAULT_MONITORS()
+    loop: dict[str, Any]
+    filename: str = "<run file>"
+
+    def components(self) -> Iterator[Component]:
+        for c in (self.model, self.data, self.trainer, self.session_init, *self.callbacks, *(self.monitors or [])):
+            if c is not None:
+                yield c
+
+    def _build_all(self, comps: list[Component]) -> list[Any]:
+        """Build components, collecting every construction error (with its line) before raising."""
+        built, problems = [], []
+        for c in comps:
+            try:
+                built.append(c.build())
+            except Exception as e:  # noqa: BLE001 - reported all at once with lines
+                problems.append(Problem(c.line, c.label, f"{c.describe()} failed: {type(e).__name__}: {e}"))
+                built.append(None)
+        if problems:
+            raise RunConfigError(self.filename, problems)
+        return built
+
+    def build_callbacks(self) -> tuple[list[Any], list[Any], list[Any] | None]:
+        """(callbacks, extra_callbacks, monitors or None for the defaults), constructed."""
+        from trainbus.train.config import DEFAULT_CALLBACKS
+
+        monitors_c = self.monitors or []
+        built = self._build_all([*self.callbacks, *monitors_c])
+        callbacks = built[:len(self.callbacks)]
+        monitors = built[len(self.callbacks):] if self.monitors is not None else None
+        extra = DEFAULT_CALLBACKS() if self.loop.get("default_callbacks", True) else []
+        return callbacks, extra, monitors
+
+    def describe(self, callbacks: list[Any] | None = None, extra: list[Any] | None = None,
+                 monitors: list[Any] | None = None) -> str:
+        """The resolved plan: each component, who provides it, the loop options and (when the
+        callbacks are given) the callback order per hook."""
+        from trainbus.cli import describe_order
+
+        rows: list[tuple[str, str, str]] = []
+        if self.model:
+            rows.append(("model", self.model.describe(), self.model.provider))
+        if self.data:
+            rows.append(("data", self.data.describe(), self.data.provider + "; not called in a dry run"))
+        if self.trainer:
+            rows.append(("trainer", self.trainer.describe(), self.trainer.provider))
+        if self.session_init:
+            rows.append(("session_init", self.session_init.describe(), self.session_init.provider))
+        else:
+            rows.append(("session_init", "JustCurrentSession()", "default"))
+        for c in self.callbacks:
+            rows.append((c.label, c.describe(), c.provider))
+        if extra:
+            for i, cb in enumerate(extra):
+                name = type(cb).__name__
+                rows.append((f"extra_callbacks[{i}]", f"{name}()", _provider_of_instance(cb) + "; DEFAULT_CALLBACKS"))
+        elif not self.loop.get("default_callbacks", True):
+            rows.append(("extra_callbacks", "(none: default_callbacks = false)", ""))
+        if self.monitors is None:
+            for i, m in enumerate(monitors or []):
+                rows.append((f"monitors[{i}]", f"{type(m).__name__}()", _provider_of_instance(m) + "; DEFAULT_MONITORS"))
+        else:
+            for c in self.monitors:
+                rows.append((c.label, c.describe(), c.provider))
+        w1 = max(len(r[0]) for r in rows)
+        w2 = min(max(len(r[1]) for r in rows), 60)
+        lines = [f"run plan of {self.filename}"]
+        lines += [f"  {a:<{w1}}  {b:<{w2}}  {c}".rstrip() for a, b, c in rows]
+        loop = {k: self.loop.get(k) for k in ("steps_per_epoch", "starting_epoch", "max_epoch")}
+        loop["steps_per_epoch"] = loop["steps_per_epoch"] or "(size of the data)"
+        loop["starting_epoch"] = loop["starting_epoch"] or 1
+        loop["max_epoch"] = loop["max_epoch"] or 99999
+        lines.append(f"  {'loop':<{w1}}  " + " ".join(f"{k}={v}" for k, v in loop.items()))
+        if self.loop.get("logdir"):
+            lines.append(f"  {'logdir':<{w1}}  {self.loop['logdir']} (if not empty: "
+                         f"{self.loop.get('logdir_action') or 'ask'})")
+        if callbacks is not None:
+            lines.append("")
+            lines.append("callback order per hook:")
+            order = describe_order([*callbacks, *(extra or [])], monitors or [])
+            lines += ["  " + line for line in order.splitlines()]
+        return "\n".join(lines)
+
+    def dry_run(self) -> str:
+        """Build the callbacks and monitors (not the model input, nothing trains) and describe the plan."""
+        from trainbus.train.config import DEFAULT_MONITORS
+
+        callbacks, extra, monitors = self.build_callbacks()
+        self._build_all([c for c in (self.trainer, self.session_init, self.model) if c is not None])
+        return self.describe(callbacks, extra, monitors if monitors is not None else DEFAULT_MONITORS())
+
+    def train(self) -> Any:
+        """Build everything (construction errors are reported all at once, with lines), then train.
+        Returns the trainer."""
+        from trainbus.dataflow import is_dataflow
+        from trainbus.input_source import InputSource
+        from trainbus.train.config import TrainConfig
+        from trainbus.train.interface import launch_train_with_config
+        from trainbus.train.model_desc import ModelDescBase
+        from trainbus.train.tower import SingleCostTrainer
+        from trainbus.utils import logger
+
+        callbacks, extra, monitors = self.build_callbacks()
+        if self.model is None or self.data is None or self.trainer is None:
+            raise RunConfigError(self.filename, [Problem(None, "(file)", "the plan has no model, data or trainer")])
+        comps = [self.trainer, self.model, self.data] + ([self.session_init] if self.session_init else [])
+        built = self._build_all(comps)
+        trainer, model, data = built[:3]
+        sessinit = built[3] if self.session_init else None
+        problems = []
+        if not isinstance(model, ModelDescBase):
+            problems.append(Problem(self.model.line, "model", f"{self.model.name} built {model!r}, which is not a "
+                                                              "ModelDesc; name a ModelDesc subclass"))
+        if not (is_dataflow(data) or isinstance(data, InputSource)):
+            problems.append(Problem(self.data.line, "data", f"{self.data.describe()} returned {data!r}; it must "
+                                                            "return a DataFlow or an InputSource"))
+        if not isinstance(trainer, SingleCostTrainer):
+            problems.append(Problem(self.trainer.line, "trainer", f"{self.trainer.name} is not a single-cost trainer; "
+                                                                  "a run file needs one such as SimpleTrainer"))
+        if problems:
+            raise RunConfigError(self.filename, problems)
+        if self.loop.get("logdir"):
+            logger.set_logger_dir(self.loop["logdir"], action=self.loop.get("logdir_action"))
+        kw = dict(model=model, callbacks=callbacks, extra_callbacks=extra, monitors=monitors,
+                  session_init=sessinit, starting_epoch=self.loop.get("starting_epoch", 1),
+                  steps_per_epoch=self.loop.get("steps_per_epoch"), max_epoch=self.loop.get("max_epoch", 99999))
+        kw["data" if isinstance(data, InputSource) else "dataflow"] = data
+        try:
+            config = TrainConfig(**kw)
+        except (TypeError, ValueError) as e:
+            raise RunConfigError(self.filename, [Problem(None, "train", str(e))]) from e
+        launch_train_with_config(config, trainer)
+        return trainer
+
+
+def _provider_of_instance(obj: Any) -> str:
+    name = type(obj).__name__
+    try:
+        return compose.provider_of("callback", name)
+    except Exception:  # noqa: BLE001
+        return type(obj).__module__
+
+
+def load_run_file(path: str | os.PathLike) -> RunPlan:
+    """Read and check a run file; every problem is reported at once (:class:`RunConfigError`)."""
+    p = pathlib.Path(path)
+    fname = str(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise RunConfigError(fname, [Problem(None, "(file)", f"cannot read the run file: {e}")]) from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        line = None
+        msg = str(e)
+        m = re.search(r"line (\d+)", msg)
+        if m:
+            line = int(m.group(1))
+        raise RunConfigError(fname, [Problem(line, "(syntax)", f"not valid TOML: {msg}")]) from None
+    checker = _Checker(doc, scan_key_lines(text), p.resolve().parent)
+    plan = checker.check()
+    plan.filename = fname
+    if checker.problems:
+        checker.problems.sort(key=lambda pr: (pr.line is None, pr.line or 0))
+        raise RunConfigError(fname, checker.problems)
+    return plan
+
+
+def train_from_file(path: str | os.PathLike, dry_run: bool = False) -> Any:
+    """Check the run file, then train (returns the trainer) or, with ``dry_run``, return the
+    plan's description without training."""
+    plan = load_run_file(path)
+    if dry_run:
+        return plan.dry_run()
+    with _import_path(pathlib.Path(path).resolve().parent):
+        return plan.train()
+
