@@ -345,7 +345,7 @@ class Callback:
         for name in names:
             _, tname = get_op_tensor_name(name)
             try:
-                out.append(graph.get_tensor_by_name(tname))
+                out.append(_variable_value(graph.get_tensor_by_name(tname)))
                 continue
             except KeyError:
                 pass
@@ -491,6 +491,20 @@ class CallbackFactory(Callback):
         names = [f.__name__ for f in (self._cb_setup_graph, self._cb_before_train, self._cb_trigger, self._cb_after_train)
                  if f is not None and hasattr(f, "__name__")]
         return f"CallbackFactory({', '.join(names)})"
+
+
+def _variable_value(t: Any) -> Any:
+    """For the handle of a resource variable (``"W:0"`` names the handle, not the value as
+    with the reference variables of TF1), the tensor that reads the variable's value."""
+    if t.op.type != "VarHandleOp":
+        return t
+    for key in ("variables", "local_variables"):  # GLOBAL_VARIABLES, LOCAL_VARIABLES
+        for v in t.graph.get_collection(key):
+            if getattr(v, "handle", None) is t:
+                elem = getattr(v, "_graph_element", None)
+                if elem is not None:
+                    return elem
+    return t
 
 
 def ensure_callback(obj: Any, where: str) -> Callback:
