@@ -1,0 +1,14 @@
+"""Graph callbacks for trainbus: run ops, fetch and dump tensors, check numerics."""
+
+from __future__ import annotations
+
+from trainbus_graph._callbacks import (
+    CheckNumerics,
+    DumpTensorAsImage,
+    DumpTensors,
+    ProcessTensors,
+    RunOp,
+    RunUpdateOps,
+)
+
+__all__ = ["RunOp", "RunUpdateOps", "ProcessTensors", "DumpTensors", "DumpTensorAsImage", "CheckNumerics"]

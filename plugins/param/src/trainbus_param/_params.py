@@ -1,0 +1,120 @@
+"""HyperParam and its two kinds: a graph variable, an attribute of a Python object."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from trainbus.tfutils import _tf
+
+__all__ = ["HyperParam", "GraphVarParam", "ObjAttrParam"]
+
+
+class HyperParam:
+    """Base class of hyperparameters: something a ``HyperParamSetter`` reads and sets.
+
+    Subclasses implement ``get_value()`` and ``set_value(v)``, set ``_readable_name``, and may
+    override ``setup_graph()`` (called from the setter's ``_setup_graph``).
+    """
+
+    _readable_name: str = ""
+
+    def setup_graph(self) -> None:
+        """Create what the param needs in the graph (called before the graph is finalized)."""
+
+    def set_value(self, v: Any) -> None:
+        """Set the value of the param."""
+        raise TypeError(f"{type(self).__name__} must implement set_value(v)")
+
+    def get_value(self) -> Any:
+        """Get the value of the param."""
+        raise TypeError(f"{type(self).__name__} must implement get_value()")
+
+    @property
+    def readable_name(self) -> str:
+        """The name to display (and to put to the monitors)."""
+        return self._readable_name
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.readable_name!r})"
+
+
+class GraphVarParam(HyperParam):
+    """A variable of the graph as a hyperparameter (e.g. ``learning_rate``).
+
+    :param name: the variable's name (``"learning_rate"`` or ``"learning_rate:0"``).
+    :param shape: the variable's shape (``()`` for a scalar).
+    """
+
+    def __init__(self, name: str, shape: Sequence[int] = ()) -> None:
+        from trainbus.tfutils.common import get_op_tensor_name
+
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"GraphVarParam: name must be a variable name (str), got {name!r}")
+        try:
+            self.shape = tuple(int(d) for d in shape)
+        except (TypeError, ValueError):
+            raise TypeError(f"GraphVarParam({name!r}): shape must be a tuple of ints, got {shape!r}") from None
+        self.name = name
+        self._readable_name, self.var_name = get_op_tensor_name(name)
+        self.var: Any = None
+        self._ph: Any = None
+        self._assign: Any = None
+
+    def setup_graph(self) -> None:
+        """Find the variable in the (default) graph and create its assign op."""
+        tf1 = _tf.tf1()
+        found = [v for v in tf1.global_variables() + tf1.local_variables() if v.name == self.var_name]
+        if not found:
+            names = sorted(v.name for v in tf1.global_variables() + tf1.local_variables())
+            raise ValueError(f"GraphVarParam: {self.var_name} is not a variable in the graph; variables: {names}")
+        self.var = found[0]
+        vshape = tuple(self.var.shape.as_list()) if self.var.shape.rank is not None else None
+        if vshape is not None and vshape != self.shape:
+            raise ValueError(f"GraphVarParam({self.name!r}, shape={self.shape}): the variable has shape {vshape}; "
+                             f"pass shape={vshape}")
+        with tf1.name_scope(None):
+            self._ph = tf1.placeholder(self.var.dtype.base_dtype, shape=self.shape, name=self._readable_name.replace("/", "_") + "_feed")
+            assigned = tf1.assign(self.var, self._ph, name=self._readable_name.replace("/", "_") + "_set")
+        # ref variables give a tensor, resource variables an unread-variable wrapper: run its op
+        self._assign = assigned if isinstance(assigned, _tf.tf().Operation) else assigned.op
+
+    def _session(self) -> Any:
+        sess = _tf.tf1().get_default_session()
+        if sess is None:
+            raise RuntimeError(f"GraphVarParam({self.readable_name!r}) needs a default session (with sess.as_default())")
+        if self.var is None:
+            raise RuntimeError(f"GraphVarParam({self.readable_name!r}) was not set up: its setup_graph() runs in the setter's _setup_graph")
+        return sess
+
+    def set_value(self, v: Any) -> None:
+        """Assign the variable a new value."""
+        self._session().run(self._assign, feed_dict={self._ph: v})
+
+    def get_value(self) -> Any:
+        """Evaluate the variable."""
+        return self._session().run(self.var)
+
+
+class ObjAttrParam(HyperParam):
+    """An attribute of a Python object as a hyperparameter.
+
+    :param obj: the object.
+    :param attrname: the attribute (it must exist).
+    :param readable_name: the name to display and to set with (e.g. in ``hyper.txt``);
+        default ``attrname``.
+    """
+
+    def __init__(self, obj: Any, attrname: str, readable_name: str | None = None) -> None:
+        if not isinstance(attrname, str) or not attrname:
+            raise TypeError(f"ObjAttrParam: attrname must be an attribute name (str), got {attrname!r}")
+        if not hasattr(obj, attrname):
+            raise AttributeError(f"ObjAttrParam: {obj!r} has no attribute {attrname!r}; set it before creating the param")
+        self.obj = obj
+        self.attrname = attrname
+        self._readable_name = attrname if readable_name is None else str(readable_name)
+
+    def set_value(self, v: Any) -> None:
+        setattr(self.obj, self.attrname, v)
+
+    def get_value(self) -> Any:
+        return getattr(self.obj, self.attrname)

@@ -1,0 +1,426 @@
+"""ModelSaver, MinSaver and MaxSaver: crash-safe checkpoints.
+
+A checkpoint is made visible only when it is complete: ModelSaver writes the data and index
+files (``tf.compat.v1.train.Saver`` with ``write_state=False``), fsyncs them, writes the
+callback states beside them, and only then replaces the ``checkpoint`` state file atomically
+(temporary file, fsync, rename). Old checkpoints are deleted after the state file no longer
+names them. A crash at any point leaves a state file that names only readable checkpoints.
+"""
+
+from __future__ import annotations
+
+import glob
+import numbers
+import os
+import re
+import sys
+import time
+from datetime import datetime
+from typing import Any, Iterator, Sequence
+
+from trainbus.callbacks.base import Callback, ProxyCallback
+from trainbus.tfutils import _tf
+from trainbus.utils import logger
+from trainbus.utils.cbstate import SUFFIX as STATE_SUFFIX
+from trainbus.utils.cbstate import write_callback_states
+from trainbus.utils.fs import atomic_write_bytes, atomic_write_text, fsync_dir
+
+__all__ = ["ModelSaver", "MinSaver", "MaxSaver"]
+
+#: name of TensorFlow's checkpoint state file
+STATE_FILE = "checkpoint"
+_STEP_RE = re.compile(r"-(\d+)$")
+_DATA_RE = re.compile(r"^\.data-\d+-of-\d+$")
+
+
+def _checkpoint_files(prefix: str) -> list[str]:
+    """The data and index files of the checkpoint ``prefix``."""
+    files = sorted(f for f in glob.glob(glob.escape(prefix) + ".data-*-of-*") if _DATA_RE.search(f[len(prefix):]))
+    if os.path.isfile(prefix + ".index"):
+        files.append(prefix + ".index")
+    return files
+
+
+def _fsync_file(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+def _resolve_dir(given: str | None) -> str | None:
+    d = given if given is not None else logger.get_logger_dir()
+    if d is None:
+        return None
+    d = os.path.abspath(os.fspath(d))
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+class ModelSaver(Callback):
+    """Save the model on every trigger (after each epoch by default), and once more when training
+    stops (normally, by ``StopTraining`` or a signal) if the last state was not saved yet.
+
+    Checkpoints are ``<checkpoint_dir>/model-<global_step>`` (TF V2 format, readable by
+    ``tf.train.load_checkpoint``, ``tf.compat.v1.train.Saver().restore`` and
+    ``trainbus.tfutils.sessinit.SaverRestore``), each with ``model-<step>.trainbus.json``
+    holding the callbacks' resumable state. ``graph-<time>.meta`` holds the graph.
+
+    :param max_to_keep: keep at most this many recent checkpoints (0 or None: keep all), as in
+        ``tf.train.Saver``.
+    :param keep_checkpoint_every_n_hours: additionally keep (do not delete) one checkpoint every
+        this many hours, as in ``tf.train.Saver``; "keep" does not mean "create". Kept
+        checkpoints stay on disk but leave the ``checkpoint`` state file.
+    :param checkpoint_dir: default ``logger.get_logger_dir()``.
+    :param var_collections: collection (or list of collections) of the variables to save;
+        default ``tf.GraphKeys.GLOBAL_VARIABLES``.
+    """
+
+    def __init__(self, max_to_keep: int | None = 10, keep_checkpoint_every_n_hours: float | None = 0.5,
+                 checkpoint_dir: str | None = None, var_collections: str | Sequence[str] | None = None) -> None:
+        if max_to_keep is not None and (isinstance(max_to_keep, bool) or not isinstance(max_to_keep, numbers.Integral)
+                                        or max_to_keep < 0):
+            raise ValueError(f"ModelSaver: max_to_keep must be an integer >= 0 (0 or None keeps all), got {max_to_keep!r}")
+        if keep_checkpoint_every_n_hours is not None and (
+                isinstance(keep_checkpoint_every_n_hours, bool) or not isinstance(keep_checkpoint_every_n_hours, numbers.Real)
+                or keep_checkpoint_every_n_hours <= 0):
+            raise ValueError("ModelSaver: keep_checkpoint_every_n_hours must be a positive number of hours (or None), "
+                             f"got {keep_checkpoint_every_n_hours!r}")
+        if var_collections is None:
+            var_collections = ["variables"]  # tf.GraphKeys.GLOBAL_VARIABLES
+        elif isinstance(var_collections, str):
+            var_collections = [var_collections]
+        var_collections = list(var_collections)
+        if not var_collections or not all(isinstance(c, str) for c in var_collections):
+            raise TypeError(f"ModelSaver: var_collections must be a collection name or a list of them, got {var_collections!r}")
+        if checkpoint_dir is not None and not isinstance(checkpoint_dir, (str, os.PathLike)):
+            raise TypeError(f"ModelSaver: checkpoint_dir must be a directory path, got {checkpoint_dir!r}")
+        self._max_to_keep = int(max_to_keep or 0)
+        self._keep_hours = float(keep_checkpoint_every_n_hours) if keep_checkpoint_every_n_hours else None
+        self.var_collections = var_collections
+        self._given_dir = os.fspath(checkpoint_dir) if checkpoint_dir is not None else None
+        self.checkpoint_dir = _resolve_dir(self._given_dir)
+        self._ckpts: list[tuple[str, float]] = []  # (prefix, time) listed in the state file, oldest first
+        self._last_preserved = 0.0
+        self._next_keep_time = float("inf")
+        self._last_saved_step: int | None = None
+        self._start_step: int | None = None
+
+    def resolved_dir(self) -> str:
+        """The checkpoint directory (the log directory if none was given)."""
+        if self.checkpoint_dir is None:
+            self.checkpoint_dir = _resolve_dir(self._given_dir)
+        if self.checkpoint_dir is None:
+            raise RuntimeError("ModelSaver has no checkpoint directory: pass checkpoint_dir=..., or call "
+                               "trainbus.utils.logger.set_logger_dir(dir) before training")
+        return self.checkpoint_dir
+
+    def _setup_graph(self) -> None:
+        from trainbus.tfutils.common import get_global_step_var
+
+        tf1 = _tf.tf1()
+        d = self.resolved_dir()
+        variables: list[Any] = []
+        seen: set[str] = set()
+        for key in self.var_collections:
+            for v in self.graph.get_collection(key):
+                if v.name not in seen:
+                    seen.add(v.name)
+                    variables.append(v)
+        if not variables:
+            raise ValueError(f"ModelSaver: the collections {self.var_collections} hold no variables; nothing to save")
+        get_global_step_var()
+        self.path = os.path.join(d, "model")
+        self.saver = tf1.train.Saver(
+            var_list=variables, max_to_keep=self._max_to_keep, keep_checkpoint_every_n_hours=self._keep_hours or 10000.0,
+            write_version=tf1.train.SaverDef.V2, save_relative_paths=True)
+
+    def _before_train(self) -> None:
+        self._start_step = self.global_step
+        self._next_keep_time = time.time() + self._keep_hours * 3600 if self._keep_hours else float("inf")
+        self._recover_existing()
+        self._export_graph()
+
+    def _export_graph(self) -> None:
+        try:
+            meta = self.saver.export_meta_graph(collection_list=self.graph.get_all_collection_keys())
+            fname = os.path.join(self.checkpoint_dir, "graph-{}.meta".format(datetime.now().strftime("%m%d-%H%M%S")))
+            atomic_write_bytes(fname, meta.SerializeToString())
+        except Exception as e:  # noqa: BLE001 - the graph file is a convenience, checkpoints do not need it
+            logger.warning(f"ModelSaver: could not write the graph's meta file: {type(e).__name__}: {e}")
+
+    def _recover_existing(self) -> None:
+        """Continue the bookkeeping of checkpoints an earlier run left in this directory."""
+        state = _read_state(self.checkpoint_dir)
+        if state is None:
+            return
+        now = time.time()
+        paths = list(state.all_model_checkpoint_paths) or [state.model_checkpoint_path]
+        stamps = list(state.all_model_checkpoint_timestamps)
+        for i, p in enumerate(paths):
+            full = p if os.path.isabs(p) else os.path.join(self.checkpoint_dir, p)
+            if os.path.isfile(full + ".index"):
+                self._ckpts.append((full, stamps[i] if i < len(stamps) else now))
+        self._last_preserved = state.last_preserved_timestamp
+
+    def _trigger(self) -> None:
+        self._save()
+
+    def _after_train(self) -> None:
+        exc = sys.exc_info()[1]
+        if exc is not None and not isinstance(exc, KeyboardInterrupt):
+            logger.info(f"ModelSaver: training failed ({type(exc).__name__}); no final checkpoint is written.")
+            return
+        if self._start_step is None or getattr(self, "saver", None) is None:
+            return  # training never started
+        if self.global_step == self._last_saved_step or self.global_step == self._start_step:
+            return
+        self._save()
+
+    def _save(self) -> str | None:
+        tf = _tf.tf()
+        step = self.global_step
+        try:
+            path = self.saver.save(self.trainer.sess, self.path, global_step=step, write_meta_graph=False,
+                                   write_state=False)
+            for f in _checkpoint_files(path):
+                _fsync_file(f)
+            fsync_dir(self.checkpoint_dir)
+            write_callback_states(path, self.trainer.callback_states())
+            to_delete = self._record(path)
+            self._write_state(path)
+            for old in to_delete:
+                for f in _checkpoint_files(old) + [old + STATE_SUFFIX]:
+                    _remove(f)
+        except (OSError, tf.errors.PermissionDeniedError, tf.errors.ResourceExhaustedError, tf.errors.NotFoundError,
+                tf.errors.UnavailableError) as e:
+            # a full or flaky disk must not kill a long training; the state file still names good checkpoints
+            logger.error(f"ModelSaver: saving the checkpoint at global_step {step} failed: {type(e).__name__}: {e}")
+            return None
+        self._last_saved_step = step
+        logger.info(f"Model saved to {path}.")
+        return path
+
+    def _record(self, path: str) -> list[str]:
+        """Add ``path`` to the checkpoints of the state file; return those to delete."""
+        now = time.time()
+        self._ckpts = [(p, t) for p, t in self._ckpts if p != path] + [(path, now)]
+        if not self._max_to_keep:  # keep everything; the state file names the latest only (as tf.train.Saver)
+            self._ckpts = [(path, now)]
+            return []
+        to_delete = []
+        while len(self._ckpts) > self._max_to_keep:
+            p, t = self._ckpts.pop(0)
+            if t > self._next_keep_time:  # keep_checkpoint_every_n_hours: leave it on disk
+                self._next_keep_time += self._keep_hours * 3600
+                self._last_preserved = t
+                continue
+            to_delete.append(p)
+        return to_delete
+
+    def _write_state(self, latest: str) -> None:
+        from google.protobuf import text_format
+        from tensorflow.python.checkpoint.checkpoint_management import CheckpointState
+
+        def rel(p: str) -> str:
+            return os.path.basename(p) if os.path.dirname(p) == self.checkpoint_dir else p
+
+        state = CheckpointState(
+            model_checkpoint_path=rel(latest),
+            all_model_checkpoint_paths=[rel(p) for p, _ in self._ckpts],
+            all_model_checkpoint_timestamps=[t for _, t in self._ckpts],
+            last_preserved_timestamp=self._last_preserved,
+        )
+        atomic_write_text(os.path.join(self.checkpoint_dir, STATE_FILE), text_format.MessageToString(state))
+
+    def __str__(self) -> str:
+        return "ModelSaver"
+
+
+def _read_state(d: str) -> Any:
+    tf = _tf.tf()
+    if not os.path.isfile(os.path.join(d, STATE_FILE)):
+        return None
+    try:
+        return tf.train.get_checkpoint_state(d)
+    except Exception as e:  # noqa: BLE001
+        logger.warning(f"the checkpoint state file in {d} cannot be read ({type(e).__name__}: {e}); ignoring it")
+        return None
+
+
+def _iter_members(cb: Any) -> Iterator[Any]:
+    """``cb`` and every callback it wraps."""
+    yield cb
+    if isinstance(cb, ProxyCallback):
+        yield from _iter_members(cb.cb)
+    for inner in getattr(cb, "cbs", None) or ():
+        yield from _iter_members(inner)
+
+
+class MinSaver(Callback):
+    """Keep a copy of the checkpoint with the minimum (``reverse=True``: maximum) value of a
+    statistic.
+
+    After each trigger, if the latest value of ``monitor_stat`` in the monitors is the best so
+    far, the latest checkpoint of ``checkpoint_dir`` (written by a ``ModelSaver``) is copied to
+    ``<checkpoint_dir>/<filename>`` (``.index`` and ``.data-*`` files). Load it like any
+    checkpoint, e.g. ``SaverRestore('<dir>/min-val-error.tfmodel')``.
+
+    A ``ModelSaver`` writing to the same directory must come earlier in the callbacks list, and
+    so must the callback producing the statistic (e.g. ``InferenceRunner``).
+
+    :param monitor_stat: the statistic's name.
+    :param reverse: keep the maximum instead of the minimum.
+    :param filename: default ``min-{monitor_stat}.tfmodel`` (``max-...`` with ``reverse``).
+    :param checkpoint_dir: default ``logger.get_logger_dir()``.
+
+    Example (save the model with the minimum validation error to ``min-val-error.tfmodel``)::
+
+        MinSaver('val-error')
+    """
+
+    def __init__(self, monitor_stat: str, reverse: bool = False, filename: str | None = None,
+                 checkpoint_dir: str | None = None) -> None:
+        if not isinstance(monitor_stat, str) or not monitor_stat:
+            raise TypeError(f"{type(self).__name__}: monitor_stat must be a statistic's name, got {monitor_stat!r}")
+        if filename is not None and (not isinstance(filename, str) or not filename or os.sep in filename):
+            raise ValueError(f"{type(self).__name__}: filename must be a plain file name inside checkpoint_dir, got {filename!r}")
+        self.monitor_stat = monitor_stat
+        self.reverse = bool(reverse)
+        self.filename = filename or "{}-{}.tfmodel".format("max" if self.reverse else "min", monitor_stat)
+        self._given_dir = os.fspath(checkpoint_dir) if checkpoint_dir is not None else None
+        self.checkpoint_dir = _resolve_dir(self._given_dir)
+        self.best: tuple[int, float] | None = None
+
+    def _setup_graph(self) -> None:
+        if self.checkpoint_dir is None:
+            self.checkpoint_dir = _resolve_dir(self._given_dir)
+        if self.checkpoint_dir is None:
+            raise RuntimeError(f"{type(self).__name__} has no checkpoint directory: pass checkpoint_dir=..., or call "
+                               "trainbus.utils.logger.set_logger_dir(dir) before training")
+        self._check_model_saver()
+
+    def _check_model_saver(self) -> None:
+        pm = self.trainer.plugin_manager
+        members = pm.ordered if pm is not None else list(getattr(self.trainer, "_callbacks", []))
+        mine = os.path.realpath(self.checkpoint_dir)
+        others = []
+        for m in members:
+            inside = list(_iter_members(m))
+            if any(x is self for x in inside):
+                break
+            for x in inside:
+                if isinstance(x, ModelSaver):
+                    d = os.path.realpath(x.resolved_dir())
+                    if d == mine:
+                        return
+                    others.append(d)
+        where = f" (ModelSavers found earlier write to {sorted(set(others))})" if others else ""
+        raise ValueError(
+            f"{type(self).__name__}('{self.monitor_stat}') copies checkpoints written by a ModelSaver to "
+            f"{self.checkpoint_dir}, but no ModelSaver with that checkpoint_dir comes before it in the callbacks{where}. "
+            "Put ModelSaver(...) earlier in the list, with the same checkpoint_dir.")
+
+    def _improved(self, val: float) -> bool:
+        if self.best is None:
+            return True
+        return val > self.best[1] if self.reverse else val < self.best[1]
+
+    def _trigger(self) -> None:
+        try:
+            step, val = self.trainer.monitors.get_history(self.monitor_stat)[-1]
+        except (KeyError, IndexError):
+            logger.warning(f"[{type(self).__name__}] no value of '{self.monitor_stat}' in the monitors yet; "
+                           "is the callback producing it placed before this one?")
+            return
+        if self._improved(val):
+            self.best = (int(step), float(val))
+            self._save()
+
+    def _save(self) -> None:
+        state = _read_state(self.checkpoint_dir)
+        if state is None or not state.model_checkpoint_path:
+            raise RuntimeError(f"[{type(self).__name__}] no checkpoint state in {self.checkpoint_dir}; "
+                               "a ModelSaver must save there before this callback runs")
+        src = state.model_checkpoint_path
+        if not os.path.isabs(src):
+            src = os.path.join(self.checkpoint_dir, src)
+        files = _checkpoint_files(src)
+        if not any(f.endswith(".index") for f in files):
+            raise RuntimeError(f"[{type(self).__name__}] the latest checkpoint {src} has no index file")
+        m = _STEP_RE.search(src)
+        if m is not None and int(m.group(1)) != self.best[0]:
+            logger.warning(f"[{type(self).__name__}] the latest checkpoint ({os.path.basename(src)}) is not from "
+                           f"global_step {self.best[0]} where '{self.monitor_stat}' was measured; trigger the "
+                           "ModelSaver at least as often as this callback")
+        dst = os.path.join(self.checkpoint_dir, self.filename)
+        _copy_checkpoint(src, dst)
+        logger.info(f"Model at global_step={self.best[0]} with {self.monitor_stat}={self.best[1]:.5g} saved to {dst}.")
+
+    def _state_dict(self) -> dict | None:
+        if self.best is None:
+            return None
+        return {"best_step": self.best[0], "best_value": self.best[1]}
+
+    def _load_state_dict(self, state: dict) -> None:
+        if "best_value" in state:
+            self.best = (int(state.get("best_step", 0)), float(state["best_value"]))
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__}({self.monitor_stat})"
+
+
+def _copy_checkpoint(src: str, dst: str) -> None:
+    """Copy checkpoint ``src`` to prefix ``dst`` so a reader sees either no ``dst`` checkpoint
+    or a complete one: the old index goes first, the new index comes last."""
+    src_files = _checkpoint_files(src)
+    data = [f for f in src_files if not f.endswith(".index")]
+    renames = []
+    try:
+        for f in data + [src + ".index"]:
+            target = dst + f[len(src):]
+            tmp = os.path.join(os.path.dirname(target), "." + os.path.basename(target) + ".tmp-copy")
+            with open(f, "rb") as fin, open(tmp, "wb") as fout:
+                while True:
+                    chunk = fin.read(1 << 22)
+                    if not chunk:
+                        break
+                    fout.write(chunk)
+                fout.flush()
+                os.fsync(fout.fileno())
+            renames.append((tmp, target))
+    except BaseException:
+        for tmp, _ in renames:
+            _remove(tmp)
+        raise
+    d = os.path.dirname(dst)
+    _remove(dst + ".index")
+    fsync_dir(d)
+    new_targets = {t for _, t in renames}
+    for old in _checkpoint_files(dst):
+        if old not in new_targets:
+            _remove(old)
+    for tmp, target in renames:  # the index is last
+        os.replace(tmp, target)
+    fsync_dir(d)
+
+
+class MaxSaver(MinSaver):
+    """Keep a copy of the checkpoint with the maximum value of a statistic, as
+    ``max-{monitor_stat}.tfmodel``; see :class:`MinSaver`.
+
+    :param monitor_stat: the statistic's name.
+    :param filename: default ``max-{monitor_stat}.tfmodel``.
+    :param checkpoint_dir: default ``logger.get_logger_dir()``.
+    """
+
+    def __init__(self, monitor_stat: str, filename: str | None = None, checkpoint_dir: str | None = None) -> None:
+        super().__init__(monitor_stat, reverse=True, filename=filename, checkpoint_dir=checkpoint_dir)
