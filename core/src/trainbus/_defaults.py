@@ -32,7 +32,7 @@ def _collect(hook: str, expected: tuple, label: str) -> list[Any]:
         for slot, factory in contributed:
             entries.append((slot, factory))
     entries.sort(key=lambda e: e[0])
-    made = [factory() for _, factory in entries]
+    made = [m for m in (factory() for _, factory in entries) if m is not None]  # None: a guarded factory failed
     # a factory function (e.g. MergeAllSummaries) counts under its own name too
     names = {type(x).__name__ for x in made} | {getattr(f, "__name__", "") for _, f in entries}
     missing = [(name, dist) for _, name, dist in expected if name not in names]

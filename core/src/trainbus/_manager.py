@@ -115,7 +115,17 @@ class TrainbusPluginManager(pluggy.PluginManager):
             return []
         disabled = set(disabled) | {x.strip() for x in os.environ.get("TRAINBUS_DISABLE_PLUGINS", "").split(",") if x.strip()}
         loaded = []
-        eps = sorted((ep for eps in _registry.index(_registry.PLUGIN_GROUP).values() for ep in eps), key=lambda e: e.name)
+        by_name = _registry.index(_registry.PLUGIN_GROUP)
+        eps = sorted((eps[0] for eps in by_name.values() if len(eps) == 1), key=lambda e: e.name)
+        for name, dups in sorted(by_name.items()):
+            if len(dups) > 1 and name not in disabled:
+                # ambiguous: load none of them (as name resolution refuses to pick one)
+                listing = "; ".join(_registry.describe(ep) for ep in dups)
+                msg = (f"the trainbus plugin name {name!r} is provided by more than one distribution ({listing}); "
+                       "none of them was loaded. Uninstall all but one.")
+                if strict_plugins():
+                    raise PluginLoadError(msg + " (TRAINBUS_STRICT_PLUGINS is set)")
+                warnings.warn(msg, PluginWarning, stacklevel=2)
         for ep in reversed(eps):  # LIFO: reverse in, name order out
             pname = f"plugin:{ep.name}"
             if ep.name in disabled:
@@ -126,6 +136,11 @@ class TrainbusPluginManager(pluggy.PluginManager):
             try:
                 obj = _load_ambient(ep)
                 guarded = _guard(self, obj, _registry.describe(ep))
+                unknown = sorted(set(_hook_names(self, guarded)) - _KNOWN_HOOKS)
+                if unknown:
+                    raise pluggy.PluginValidationError(
+                        guarded, f"it implements unknown hook(s) {', '.join(unknown)}; the hooks are "
+                                 f"{', '.join(sorted(_KNOWN_HOOKS))}")
                 self.register(guarded, name=pname)
             except Exception as exc:  # noqa: BLE001 - a broken plugin must not brick training
                 msg = f"the trainbus plugin {_registry.describe(ep)} was skipped: {type(exc).__name__}: {exc}"
@@ -161,18 +176,40 @@ class _Guarded:
         return f"<guarded {self._target!r}>"
 
 
+#: every hook name an ambient plugin may implement
+_KNOWN_HOOKS = frozenset(
+    name for spec in hookspecs.ALL_SPECS for name in vars(spec) if not name.startswith("_")
+)
+
+
+def _hook_names(pm: TrainbusPluginManager, obj: Any) -> list[str]:
+    return [name for name in dir(obj) if pluggy.PluginManager.parse_hookimpl_opts(pm, obj, name) is not None]
+
+
 def _guard(pm: TrainbusPluginManager, obj: Any, who: str) -> Any:
     guarded = _Guarded(obj)
-    for name in dir(obj):
+    for name in _hook_names(pm, obj):
         opts = pluggy.PluginManager.parse_hookimpl_opts(pm, obj, name)
-        if opts is None:
-            continue
         method = getattr(obj, name)
-        if opts.get("wrapper") or opts.get("hookwrapper") or name in hookspecs.CONTRIBUTION_HOOKS:
-            setattr(guarded, name, method)  # wrappers and contributions run as written
+        if opts.get("wrapper") or opts.get("hookwrapper") or name == "sessinit_for":
+            # wrappers run as written; sessinit_for errors are about the user's object
+            setattr(guarded, name, method)
+            continue
+        if name in ("default_callbacks", "default_monitors"):
+            setattr(guarded, name, _guarded_contribution(method, who, name))
             continue
         setattr(guarded, name, _guarded_call(method, who, name))
     return guarded
+
+
+def _report(who: str, what: str, exc: BaseException | None) -> None:
+    msg = f"the trainbus plugin {who} {what}; training goes on"
+    if strict_plugins():
+        err = PluginLoadError(msg.replace("; training goes on", " (TRAINBUS_STRICT_PLUGINS is set)"))
+        if exc is not None:
+            raise err from exc
+        raise err
+    warnings.warn(msg, PluginWarning, stacklevel=3)
 
 
 def _guarded_call(method: Any, who: str, hook: str) -> Any:
@@ -182,16 +219,55 @@ def _guarded_call(method: Any, who: str, hook: str) -> Any:
     def call(*args: Any, **kwargs: Any) -> Any:
         try:
             return method(*args, **kwargs)
-        except StopTraining:
-            raise
+        except (StopTraining, SystemExit) as exc:
+            # only the callbacks the user listed may end training
+            _report(who, f"tried to stop training in {hook}() ({type(exc).__name__}: {exc}); an ambient plugin "
+                         "cannot stop training, put a callback in the callbacks list for that", exc)
+            return None
         except Exception as exc:  # noqa: BLE001
-            msg = f"the trainbus plugin {who} raised in {hook}(): {type(exc).__name__}: {exc}; training goes on"
-            if strict_plugins():
-                raise PluginLoadError(msg.replace("; training goes on", " (TRAINBUS_STRICT_PLUGINS is set)")) from exc
-            warnings.warn(msg, PluginWarning, stacklevel=2)
+            _report(who, f"raised in {hook}(): {type(exc).__name__}: {exc}", exc)
             return None
 
     return call
+
+
+def _guarded_contribution(method: Any, who: str, hook: str) -> Any:
+    """``default_callbacks``/``default_monitors``: errors and malformed answers are reported
+    and dropped; each factory is guarded too (a failing one contributes nothing)."""
+
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            entries = list(method(*args, **kwargs) or [])
+            checked = []
+            for entry in entries:
+                slot, factory = entry
+                if isinstance(slot, bool) or not isinstance(slot, (int, float)) or not callable(factory):
+                    raise TypeError(f"{entry!r} is not a (slot number, factory) pair")
+                checked.append((slot, _guarded_factory(factory, who, hook)))
+            return checked
+        except Exception as exc:  # noqa: BLE001
+            _report(who, f"gave no usable answer to {hook}(): {type(exc).__name__}: {exc}", exc)
+            return None
+
+    return call
+
+
+def _guarded_factory(factory: Any, who: str, hook: str) -> Any:
+    from trainbus.callbacks.base import Callback
+
+    @functools.wraps(factory)
+    def make() -> Any:
+        try:
+            made = factory()
+            if not isinstance(made, Callback):
+                raise TypeError(f"{factory!r}() returned {made!r}, not a Callback")
+            return made
+        except Exception as exc:  # noqa: BLE001
+            _report(who, f"contributed a default to {hook}() that could not be made: {type(exc).__name__}: {exc}", exc)
+            return None
+
+    return make
 
 
 def _opts_suffix(impl: Any) -> str:

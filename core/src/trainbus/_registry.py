@@ -41,6 +41,7 @@ def clear_cache() -> None:
     """Forget the cached index (after installing or removing distributions at run time)."""
     index.cache_clear()
     _check_api.cache_clear()
+    _packages_distributions.cache_clear()
 
 
 def _dist_name(ep: EntryPoint) -> str:
@@ -144,6 +145,30 @@ def resolve(module: str, name: str, groups: Iterable[str] | None = None) -> Any:
                 name=dist.replace("-", "_"),
             )
     raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+
+@functools.lru_cache(maxsize=None)
+def _packages_distributions() -> dict[str, list[str]]:
+    from importlib_metadata import packages_distributions
+
+    return packages_distributions()
+
+
+def distribution_of(module: str) -> str | None:
+    """``"name version"`` of the installed distribution that provides ``module``, or None
+    (for messages; reads metadata of all distributions once, so use it on error paths)."""
+    top = (module or "").split(".", 1)[0]
+    if not top or top == "trainbus":
+        return None
+    try:
+        names = _packages_distributions().get(top) or []
+        if not names:
+            return None
+        from importlib_metadata import version
+
+        return f"{names[0]} {version(names[0])}"
+    except Exception:  # noqa: BLE001 - only a hint in a message
+        return None
 
 
 def installed_names(groups: Iterable[str]) -> list[str]:

@@ -48,7 +48,11 @@ def _annotate(exc: BaseException, cb: object, hook: str) -> None:
         return
     try:
         exc._trainbus_origin = (cb, hook)  # type: ignore[attr-defined]
-        exc.add_note(f"[trainbus] raised in callback {cb} ({type(cb).__module__}.{type(cb).__qualname__}) during {hook}()")
+        from trainbus._registry import distribution_of
+
+        dist = distribution_of(type(cb).__module__)
+        where = f"; distribution {dist}" if dist else ""
+        exc.add_note(f"[trainbus] raised in callback {cb} ({type(cb).__module__}.{type(cb).__qualname__}{where}) during {hook}()")
     except (AttributeError, TypeError):  # exceptions with __slots__ or frozen
         pass
 

@@ -1,0 +1,13 @@
+"""One of two distributions that export the same names."""
+
+from trainbus.callbacks.base import Callback
+from trainbus.hookspecs import hookimpl
+
+
+class FakeDuplicated(Callback):
+    origin = "a"
+
+
+@hookimpl
+def before_train(trainer):
+    raise AssertionError("a duplicated ambient plugin must not be loaded")

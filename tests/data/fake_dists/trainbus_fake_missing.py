@@ -1,0 +1,3 @@
+"""A plugin module that exists but lacks the objects its entry points name."""
+
+SOMETHING_ELSE = 1
