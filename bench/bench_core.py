@@ -1,0 +1,230 @@
+#!/usr/bin/env python
+"""Per-step overhead of trainbus against a bare ``Session.run`` loop on the SAME graph and session.
+
+Each workload trains with trainbus; after every trainbus epoch, a callback runs a bare loop of
+the same number of steps (``sess.run(train_op, feed_dict)``) in the same process, so machine
+noise hits both alike. The ratio is median(trainbus step time) / median(bare step time).
+
+    python bench/bench_core.py            # re-executes itself pinned to one core with taskset
+    python bench/bench_core.py --quick    # fewer epochs
+
+Targets (issue "Core"): trivial <= 1.15x, idle callback +0 us, per-step callback <= +0.5 us,
+MLP FeedInput <= 1.03x, MLP QueueInput <= 1.05x, MLP with default callbacks/monitors <= 1.15x;
+``import trainbus`` < 0.3 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+
+def pin_to_one_core() -> None:
+    if os.environ.get("TRAINBUS_BENCH_PINNED") or not shutil.which("taskset"):
+        return
+    os.environ["TRAINBUS_BENCH_PINNED"] = "1"
+    os.execvp("taskset", ["taskset", "-c", "0", sys.executable, *sys.argv])
+
+
+def import_time() -> tuple[float, bool]:
+    code = ("import time, sys; t=time.perf_counter(); import trainbus; "
+            "import trainbus.callbacks, trainbus.train; d=time.perf_counter()-t; "
+            "trainbus.train.__dir__(); ok = not any(m.startswith('tensorflow') for m in sys.modules); "
+            "print(d, ok)")
+    times, clean = [], True
+    for _ in range(5):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+        times.append(float(out[0]))
+        clean &= out[1] == "True"
+    return statistics.median(times), clean
+
+
+def resolve_isolation() -> bool:
+    code = ("import sys, trainbus; trainbus.train.SimpleTrainer; "
+            "print(sorted(m for m in sys.modules if m.startswith('trainbus_') and m.split('.')[0] != 'trainbus_trainers_single'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    return out == "[]"
+
+
+def run_workload(name: str, model_kind: str, input_kind: str, n_callbacks: int, callback_kind: str,
+                 defaults: bool, epochs: int, steps: int) -> tuple[float, float]:
+    """Returns (median trainbus us/step, median bare us/step)."""
+    import numpy as np
+    import tensorflow as tf
+
+    from trainbus.callbacks import Callback
+    from trainbus.dataflow import DataFromList
+    from trainbus.input_source import FeedInput, QueueInput
+    from trainbus.train import ModelDesc, SimpleTrainer, TrainConfig, launch_train_with_config
+    from trainbus.utils import logger
+
+    tf1 = tf.compat.v1
+    if model_kind == "trivial":
+        dim_in, batch = 1, 1
+
+        class Model(ModelDesc):
+            def inputs(self):
+                return [tf.TensorSpec([batch, 1], tf.float32, "x"), tf.TensorSpec([batch, 1], tf.float32, "y")]
+
+            def build_graph(self, x, y):
+                w = tf1.get_variable("w", [1, 1])
+                return tf.reduce_mean(tf.square(tf.matmul(x, w) - y), name="cost")
+
+            def optimizer(self):
+                return tf1.train.GradientDescentOptimizer(0.01)
+
+        rng = np.random.RandomState(0)
+        dps = [[rng.rand(batch, 1).astype("float32"), rng.rand(batch, 1).astype("float32")] for _ in range(64)]
+    else:
+        dim_in, batch = 784, 64
+
+        class Model(ModelDesc):
+            def inputs(self):
+                return [tf.TensorSpec([batch, 784], tf.float32, "x"), tf.TensorSpec([batch], tf.int32, "y")]
+
+            def build_graph(self, x, y):
+                h = x
+                for i, (a, b) in enumerate([(784, 256), (256, 256), (256, 10)]):
+                    w = tf1.get_variable(f"W{i}", [a, b], initializer=tf1.glorot_uniform_initializer())
+                    bias = tf1.get_variable(f"b{i}", [b], initializer=tf1.zeros_initializer())
+                    h = tf.matmul(h, w) + bias
+                    if i < 2:
+                        h = tf.nn.relu(h)
+                cost = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=h), name="cost")
+                if defaults:
+                    try:
+                        from trainbus.tfutils.summary import add_moving_summary
+
+                        add_moving_summary(cost)
+                    except ImportError:
+                        pass
+                return cost
+
+            def optimizer(self):
+                return tf1.train.GradientDescentOptimizer(0.01)
+
+        rng = np.random.RandomState(0)
+        dps = [[rng.rand(batch, 784).astype("float32"), rng.randint(0, 10, size=batch).astype("int32")] for _ in range(16)]
+
+    tb_times: list[float] = []
+    bare_times: list[float] = []
+
+    class Timer(Callback):
+        """Times trainbus epochs; after each, times a bare loop of the same length."""
+
+        def _setup_graph(self):
+            self.inputs = self.trainer.towers.training()[0].inputs
+
+        def _before_epoch(self):
+            self.t0 = time.perf_counter()
+
+        def _after_epoch(self):
+            tb_times.append((time.perf_counter() - self.t0) / steps * 1e6)
+
+        def _trigger(self):
+            sess, op, ins = self.trainer.sess, self.trainer.train_op, self.inputs
+            feeds = [dict(zip(ins, dp)) for dp in dps]
+            n = len(feeds)
+            t0 = time.perf_counter()
+            for i in range(steps):
+                sess.run(op, feed_dict=feeds[i % n])
+            bare_times.append((time.perf_counter() - t0) / steps * 1e6)
+
+    class Idle(Callback):
+        def _trigger(self):
+            pass
+
+    class PerStep(Callback):
+        def _trigger_step(self):
+            pass
+
+    extra = [(Idle if callback_kind == "idle" else PerStep)() for _ in range(n_callbacks)]
+    ds = DataFromList(dps, shuffle=False)
+    data = FeedInput(ds) if input_kind == "feed" else QueueInput(ds)
+    tmp = tempfile.mkdtemp(prefix="trainbus-bench-")
+    logger.set_logger_dir(tmp, action="k")
+    logger.setLevel("WARNING")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cfg = TrainConfig(model=Model(), data=data, callbacks=[Timer(), *extra],
+                          extra_callbacks=None if defaults else [], monitors=None if defaults else [],
+                          max_epoch=epochs, steps_per_epoch=steps)
+        launch_train_with_config(cfg, SimpleTrainer())
+    shutil.rmtree(tmp, ignore_errors=True)
+    # the first epoch warms up caches on both sides
+    return statistics.median(tb_times[1:]), statistics.median(bare_times[1:])
+
+
+def child(args: argparse.Namespace) -> None:
+    tb, bare = run_workload(args.child, args.model, args.input, args.ncb, args.cbkind, args.defaults, args.epochs, args.steps)
+    print(f"RESULT {tb} {bare}")
+
+
+def measure(name: str, model: str, input_kind: str = "feed", ncb: int = 0, cbkind: str = "idle",
+            defaults: bool = False, epochs: int = 9, steps: int = 2000) -> tuple[float, float]:
+    # each workload in a fresh process: no graph or thread left over from the previous one
+    cmd = [sys.executable, __file__, "--child", name, "--model", model, "--input", input_kind, "--ncb", str(ncb),
+           "--cbkind", cbkind, "--epochs", str(epochs), "--steps", str(steps)] + (["--defaults"] if defaults else [])
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    line = [x for x in out.stdout.splitlines() if x.startswith("RESULT")]
+    if not line:
+        raise RuntimeError(f"workload {name} failed:\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}")
+    tb, bare = map(float, line[0].split()[1:])
+    return tb, bare
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--child")
+    p.add_argument("--model", default="trivial")
+    p.add_argument("--input", default="feed")
+    p.add_argument("--ncb", type=int, default=0)
+    p.add_argument("--cbkind", default="idle")
+    p.add_argument("--defaults", action="store_true")
+    p.add_argument("--epochs", type=int, default=9)
+    p.add_argument("--steps", type=int, default=2000)
+    args = p.parse_args()
+    if args.child:
+        child(args)
+        return
+    pin_to_one_core()
+    ep = 5 if args.quick else 9
+    rows = []
+    imp, clean = import_time()
+    rows.append(("import trainbus (+callbacks, train)", f"{imp * 1000:.0f} ms", "< 300 ms", "TF not imported" if clean else "TF IMPORTED"))
+    rows.append(("resolving a name imports no other plugin", "yes" if resolve_isolation() else "NO", "yes", ""))
+    tb0, bare0 = measure("trivial", "trivial", epochs=ep, steps=2000)
+    rows.append(("trivial 1x1 model, batch 1, no user callbacks", f"{tb0 / bare0:.3f}x", "<= 1.15x",
+                 f"{tb0:.1f} vs {bare0:.1f} us/step"))
+    tb1, bare1 = measure("idle10", "trivial", ncb=10, cbkind="idle", epochs=ep, steps=2000)
+    per_idle = ((tb1 / bare1) - (tb0 / bare0)) * bare0 / 10
+    rows.append(("per user callback overriding no per-step method", f"{per_idle:+.2f} us/step", "+0 us",
+                 f"10 callbacks: {tb1:.1f} vs {bare1:.1f}"))
+    tb2, bare2 = measure("step10", "trivial", ncb=10, cbkind="step", epochs=ep, steps=2000)
+    per_step = ((tb2 / bare2) - (tb0 / bare0)) * bare0 / 10
+    rows.append(("per user callback overriding a per-step method", f"{per_step:+.2f} us/step", "<= +0.5 us",
+                 f"10 callbacks: {tb2:.1f} vs {bare2:.1f}"))
+    tb3, bare3 = measure("mlp-feed", "mlp", epochs=ep, steps=200)
+    rows.append(("MLP 784-256-256-10, batch 64, FeedInput", f"{tb3 / bare3:.3f}x", "<= 1.03x", f"{tb3:.0f} vs {bare3:.0f} us/step"))
+    tb4, bare4 = measure("mlp-queue", "mlp", input_kind="queue", epochs=ep, steps=200)
+    rows.append(("same, QueueInput", f"{tb4 / bare4:.3f}x", "<= 1.05x", f"{tb4:.0f} vs {bare4:.0f} us/step"))
+    tb5, bare5 = measure("mlp-defaults", "mlp", defaults=True, epochs=ep, steps=200)
+    rows.append(("MLP with the default callbacks and monitors", f"{tb5 / bare5:.3f}x", "<= 1.15x", f"{tb5:.0f} vs {bare5:.0f} us/step"))
+    w = max(len(r[0]) for r in rows)
+    print(f"\n{'workload':<{w}}  {'measured':>14}  {'target':>10}  detail")
+    for r in rows:
+        print(f"{r[0]:<{w}}  {r[1]:>14}  {r[2]:>10}  {r[3]}")
+
+
+if __name__ == "__main__":
+    main()
