@@ -1,0 +1,163 @@
+"""``JSONWriter``: every scalar of the run in ``stats.json``, grouped by global step.
+
+The file is rewritten atomically (temporary file, fsync, rename) at the end of every epoch and
+when training ends, so a process killed at any moment leaves a valid file that holds every
+finished epoch. A resumed run appends to it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from datetime import datetime
+from typing import Any
+
+from trainbus.callbacks.monitor import MonitorBase
+from trainbus.utils import logger
+from trainbus.utils import stats as _stats
+from trainbus.utils.fs import atomic_write_text
+
+__all__ = ["JSONWriter"]
+
+_ALWAYS = frozenset({"setup_graph"})
+
+
+class JSONWriter(MonitorBase):
+    """Write all scalars to ``stats.json`` under ``logger.get_logger_dir()``: a list of dicts,
+    one per global step at which scalars were put, each with ``epoch_num`` and ``global_step``.
+
+    If the file exists when training starts and its last epoch is the one before
+    ``starting_epoch``, the run appends to it (records of steps later than the restored
+    ``global_step`` are dropped first) and the earlier history becomes available through
+    ``trainer.monitors.get_history``. Otherwise the old file is kept as a time-stamped backup.
+
+    Without a logger directory the writer warns and does nothing, as in tensorpack.
+    """
+
+    FILENAME = _stats.FILENAME
+    """The name of the json file. Do not change it: resuming looks for this name."""
+
+    def __init__(self) -> None:
+        self._dir = logger.get_logger_dir()
+        self._stats: list[dict[str, Any]] = []
+        self._pending: dict[str, Any] = {}
+        self._pending_step: int | None = None
+        self._pending_epoch: int | None = None
+        self._dirty = False
+        if self._dir is None:
+            logger.warning("JSONWriter: the logger directory was not set (logger.set_logger_dir); JSONWriter is ignored.")
+            return
+        self._fname = os.path.join(self._dir, self.FILENAME)
+        # fail now, not after the graph is built, if the history there cannot be read
+        _stats.load_existing_json(self._dir)
+
+    @property
+    def enabled(self) -> bool:
+        """False when there was no logger directory at construction."""
+        return self._dir is not None
+
+    def hooks_used(self) -> frozenset[str]:
+        return super().hooks_used() if self.enabled else _ALWAYS
+
+    # ------------------------------------------------------------------ reading
+    @staticmethod
+    def load_existing_json(dir: str | None = None) -> list[dict[str, Any]] | None:
+        """The records of ``stats.json`` under ``dir`` (default: ``logger.get_logger_dir()``),
+        or None if there is no such file. A file that is not a JSON list raises
+        ``trainbus.utils.stats.CorruptStatsError`` naming it."""
+        return _stats.load_existing_json(dir if dir is not None else logger.get_logger_dir())
+
+    @staticmethod
+    def load_existing_epoch_number(dir: str | None = None) -> int | None:
+        """The ``epoch_num`` of the last record of ``stats.json`` under ``dir`` (default:
+        ``logger.get_logger_dir()``), or None if there is none."""
+        return _stats.load_existing_epoch_number(dir if dir is not None else logger.get_logger_dir())
+
+    # ------------------------------------------------------------------ hooks
+    def _before_train(self) -> None:
+        existing = _stats.load_existing_json(self._dir)
+        if existing is None:
+            return
+        trainer = self.trainer
+        gs = trainer.global_step
+        kept = [r for r in existing if not isinstance(r, dict) or _record_step(r) is None or _record_step(r) <= gs]
+        dropped = len(existing) - len(kept)
+        last_epoch = _record_epoch(kept[-1]) if kept else None
+        if kept and last_epoch is not None and last_epoch + 1 == trainer.starting_epoch:
+            logger.info(f"Found the history of an earlier run in {self._fname}; JSONWriter appends to it.")
+            if dropped:
+                logger.info(f"JSONWriter: dropped {dropped} record(s) of steps later than the restored global_step {gs}.")
+                self._dirty = True
+            self._stats = kept + self._stats
+            monitors = getattr(trainer, "monitors", None)
+            if monitors is not None and hasattr(monitors, "load_history"):
+                monitors.load_history(kept)
+            if self._dirty:
+                self._write()
+            return
+        backup = os.path.join(self._dir, self.FILENAME + "." + datetime.now().strftime("%m%d-%H%M%S"))
+        if last_epoch is None:
+            why = f"none of its records is at or before the restored global_step {gs}"
+        else:
+            why = f"its last epoch {last_epoch} is not the one before starting_epoch={trainer.starting_epoch}"
+        logger.warning(f"JSONWriter: {self._fname} holds another run's history ({why}); it is moved to {backup} "
+                       "and a new history starts. To resume, restore the checkpoint and set starting_epoch to the "
+                       "epoch after the last finished one (e.g. JSONWriter.load_existing_epoch_number() + 1).")
+        shutil.move(self._fname, backup)
+
+    def process_scalar(self, name: str, val: Any) -> None:
+        trainer = self.trainer
+        step = trainer.global_step
+        if self._pending and step != self._pending_step:
+            self._flush_pending()
+        if not self._pending:
+            self._pending_step = step
+            self._pending_epoch = trainer.epoch_num
+        self._pending[name] = val
+
+    def _trigger(self) -> None:
+        self._flush_pending()
+        if self._dirty:
+            self._write()
+
+    def _after_train(self) -> None:
+        self._trigger()
+
+    # ------------------------------------------------------------------ internals
+    def _flush_pending(self) -> None:
+        if not self._pending:
+            return
+        rec = dict(self._pending)
+        rec["epoch_num"] = self._pending_epoch
+        rec["global_step"] = self._pending_step
+        self._stats.append(rec)
+        self._pending = {}
+        self._dirty = True
+
+    def _write(self) -> None:
+        try:
+            atomic_write_text(self._fname, json.dumps(self._stats))
+        except OSError as e:
+            # the file on disk keeps its previous (valid) content; the records stay in memory
+            # and are written with the next trigger
+            logger.error(f"JSONWriter could not write {self._fname}: {e}")
+            return
+        self._dirty = False
+
+    def __str__(self) -> str:
+        return "JSONWriter" if self.enabled else "JSONWriter(disabled: no logger directory)"
+
+
+def _record_step(rec: dict) -> int | None:
+    try:
+        return int(rec["global_step"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _record_epoch(rec: Any) -> int | None:
+    try:
+        return int(rec["epoch_num"])
+    except (KeyError, TypeError, ValueError):
+        return None
