@@ -1,0 +1,99 @@
+"""``TFEventWriter``: summaries and events to TensorBoard event files."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from typing import Any
+
+from trainbus.callbacks.monitor import MonitorBase
+from trainbus.utils import logger
+
+__all__ = ["TFEventWriter"]
+
+_ALWAYS = frozenset({"setup_graph"})
+_file_counter = itertools.count()
+
+
+class TFEventWriter(MonitorBase):
+    """Write summaries (``put_scalar``, ``put_image``, ``put_summary``) and events
+    (``put_event``) to a TensorFlow event file, readable by TensorBoard. The graph is written
+    when the writer is set up; the file is flushed at the end of every epoch.
+
+    :param logdir: the directory of the event files; ``logger.get_logger_dir()`` by default.
+        Without either, the writer warns and does nothing (as in tensorpack).
+    :param max_queue: how many events to queue before writing them (as in
+        ``tf.compat.v1.summary.FileWriter``).
+    :param flush_secs: how often, in seconds, queued events are written (same).
+    :param split_files: start a new event file at every epoch (trigger) instead of appending to
+        one file: useful on filesystems where appending is expensive. Every file has a unique
+        name, so no event is lost however short the epoch.
+    """
+
+    def __init__(self, logdir: str | os.PathLike | None = None, max_queue: int = 10, flush_secs: float = 120,
+                 split_files: bool = False) -> None:
+        if logdir is None:
+            logdir = logger.get_logger_dir()
+        for label, v in (("max_queue", max_queue), ("flush_secs", flush_secs)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+                raise ValueError(f"TFEventWriter({label}={v!r}): must be a positive number")
+        self._logdir = None if logdir is None else os.path.normpath(os.fspath(logdir))
+        if self._logdir is not None and os.path.exists(self._logdir) and not os.path.isdir(self._logdir):
+            raise ValueError(f"TFEventWriter(logdir={self._logdir!r}): the path exists and is not a directory")
+        if self._logdir is None:
+            logger.warning("TFEventWriter: the logger directory was not set (logger.set_logger_dir) and no logdir "
+                           "was given; TFEventWriter is ignored.")
+        self._max_queue = int(max_queue)
+        self._flush_secs = flush_secs
+        self._split_files = bool(split_files)
+        self._writer: Any = None
+
+    @property
+    def enabled(self) -> bool:
+        """False when there was neither a ``logdir`` nor a logger directory at construction."""
+        return self._logdir is not None
+
+    @property
+    def logdir(self) -> str | None:
+        return self._logdir
+
+    def hooks_used(self) -> frozenset[str]:
+        return super().hooks_used() if self.enabled else _ALWAYS
+
+    def _new_writer(self) -> Any:
+        from trainbus.tfutils import _tf
+
+        tf1 = _tf.tf1()
+        # the file name holds the time in seconds; the suffix keeps two files opened in the
+        # same second apart (otherwise the second would truncate the first)
+        suffix = f".{os.getpid()}.{next(_file_counter):06d}"
+        return tf1.summary.FileWriter(self._logdir, max_queue=self._max_queue, flush_secs=self._flush_secs,
+                                     filename_suffix=suffix)
+
+    def _setup_graph(self) -> None:
+        if not self.enabled:
+            return
+        os.makedirs(self._logdir, exist_ok=True)
+        with self.graph.as_default():
+            self._writer = self._new_writer()
+            self._writer.add_graph(self.graph)
+
+    def process_summary(self, summary: Any) -> None:
+        self._writer.add_summary(summary, self.trainer.global_step)
+
+    def process_event(self, evt: Any) -> None:
+        self._writer.add_event(evt)
+
+    def _trigger(self) -> None:
+        self._writer.flush()
+        if self._split_files:
+            self._writer.close()
+            with self.graph.as_default():
+                self._writer = self._new_writer()
+
+    def _after_train(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
+    def __str__(self) -> str:
+        return "TFEventWriter" if self.enabled else "TFEventWriter(disabled: no logdir)"
