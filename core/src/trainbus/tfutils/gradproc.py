@@ -170,7 +170,8 @@ class SummaryGradient(MapGradient):
         if not _is_main_tower():
             return grad
         name = _var_name(var)
-        tf1.summary.histogram(name + "-grad", grad, collections=self._coll)
+        with tf1.name_scope(None):  # tag "<var>-grad", not under the processor's scope
+            tf1.summary.histogram(name + "-grad", grad, collections=self._coll)
         rms = tf.sqrt(tf.reduce_mean(tf.square(tf.convert_to_tensor(grad))), name=name.replace(":", "_") + "/rms")
         try:
             from trainbus.tfutils.summary import add_moving_summary
