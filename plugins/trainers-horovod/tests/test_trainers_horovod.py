@@ -1,0 +1,160 @@
+"""HorovodTrainer: real 2-rank runs under ``horovodrun --gloo``, plus in-process checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+
+HERE = Path(__file__).resolve().parent
+WORKER = HERE / "hvd_worker.py"
+HOROVODRUN = Path(sys.executable).with_name("horovodrun")
+# the jobs take 15-40 s (most of it importing TensorFlow twice on 2 shared cores); the bound
+# proves that nothing hangs (a rank waiting forever on a dead peer would hit it)
+LIMIT = 90.0
+
+
+def launch(out: Path, scenario: str):
+    """Run the worker on 2 ranks; returns (returncode, output, seconds). Asserts that no
+    process of the job is left afterwards."""
+    out.mkdir(parents=True, exist_ok=True)
+    cmd = [str(HOROVODRUN), "--gloo", "-np", "2", "-H", "localhost:2", sys.executable, str(WORKER), str(out), scenario]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        output, _ = proc.communicate(timeout=LIMIT + 30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        pytest.fail(f"horovodrun did not finish in time:\n{output.decode(errors='replace')[-4000:]}")
+    took = time.monotonic() - t0
+    leftovers = []
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if str(out) in " ".join(p.info["cmdline"] or []):
+                leftovers.append(p)
+        except psutil.Error:
+            pass
+    for p in leftovers:
+        p.kill()
+    assert not leftovers, f"processes left running after horovodrun exited: {[p.info for p in leftovers]}"
+    return proc.returncode, output.decode(errors="replace"), took
+
+
+def load(out: Path, name: str):
+    with np.load(out / name) as f:
+        return {k: f[k] for k in f.files}
+
+
+@pytest.mark.slow
+def test_two_ranks_start_from_rank0_and_stay_equal(tmp_path):
+    out = tmp_path / "normal"
+    rc, log, took = launch(out, "normal")
+    assert rc == 0, log[-4000:]
+    assert took < LIMIT
+    s0, s1 = load(out, "start_rank0.npz"), load(out, "start_rank1.npz")
+    e0, e1 = load(out, "end_rank0.npz"), load(out, "end_rank1.npz")
+    # each rank drew its own random W; after the broadcast both hold rank 0's
+    np.testing.assert_array_equal(s0["W"], s1["W"])
+    # b was restored by session_init on rank 0 only, and reached rank 1 by the broadcast
+    np.testing.assert_array_equal(s1["b"], np.full([3], 0.25, "float32"))
+    # different data on each rank, all-reduced gradients: identical weights after training
+    np.testing.assert_array_equal(e0["W"], e1["W"])
+    np.testing.assert_array_equal(e0["b"], e1["b"])
+    assert np.abs(e0["W"] - s0["W"]).max() > 1e-3
+    # chief-only callbacks, logs and checkpoints: rank 0 only
+    assert (out / "chief_rank0.txt").read_text() == "epoch 2\n"
+    assert not (out / "chief_rank1.txt").exists()
+    info0, info1 = (json.loads((out / f"info_rank{r}.json").read_text()) for r in (0, 1))
+    assert (info0["is_chief"], info0["rank"], info0["size"]) == (True, 0, 2)
+    assert (info1["is_chief"], info1["rank"], info1["size"]) == (False, 1, 2)
+    assert (out / "log" / "log.log").exists()
+    used = json.loads((out / "info_rank0.json").read_text()).get("optional", [])
+    if "ModelSaver" in used:
+        assert (out / "log" / "checkpoint").exists()
+    if "JSONWriter" in used:
+        stats = json.loads((out / "log" / "stats.json").read_text())
+        assert [r["epoch_marker"] for r in stats] == [1.0, 2.0]
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["log"]
+    assert "[1]<stdout>:" in log and "This is not a chief worker, 'session_init' was ignored" in log
+
+
+@pytest.mark.slow
+def test_one_rank_raising_ends_every_rank(tmp_path):
+    out = tmp_path / "fail"
+    rc, log, took = launch(out, "fail")
+    assert rc != 0
+    assert "rank 1 fails on purpose" in log
+    assert took < LIMIT
+    # rank 0 was blocked in the all-reduce of the next step; Horovod's shutdown ended it
+    assert "[0]<stdout>:" in log and "Horovod has been shut down" in log
+    assert "Training has finished!" not in log
+
+
+@pytest.mark.slow
+def test_ranks_with_different_variables_fail_fast_naming_it(tmp_path):
+    out = tmp_path / "mismatch"
+    rc, log, took = launch(out, "mismatch")
+    assert rc != 0
+    assert took < LIMIT
+    assert "VariableMismatchError" in log
+    assert "variable 'extra_bias' ([3]|float32) exists on rank 1 but not on rank 0" in log
+    assert not (out / "start_rank0.npz").exists()  # stopped before training
+
+
+# ---------------------------------------------------------------- in-process (size 1)
+
+
+def test_describe_mismatch_names_each_difference():
+    from trainbus_trainers_horovod.trainer import describe_mismatch
+
+    r0 = ["W|[4, 3]|float32", "b|[3]|float32", "lr|[]|float32"]
+    r1 = ["W|[4, 4]|float32", "b|[3]|float32", "extra|[2]|float32"]
+    msg = describe_mismatch([r0, r0, r1])
+    assert "rank 1" not in msg
+    assert "variable 'lr' ([]|float32) exists on rank 0 but not on rank 2" in msg
+    assert "variable 'extra' ([2]|float32) exists on rank 2 but not on rank 0" in msg
+    assert "variable 'W' is [4, 3]|float32 on rank 0 but [4, 4]|float32 on rank 2" in msg
+
+
+def test_bad_compression_is_rejected_at_construction():
+    import trainbus.train
+
+    with pytest.raises(TypeError, match="compression must be hvd.Compression.none or hvd.Compression.fp16"):
+        trainbus.train.HorovodTrainer(compression="fp16")
+
+
+def test_single_rank_matches_simple_trainer(logdir):
+    import horovod.tensorflow as hvd
+
+    import trainbus.train
+    from trainbus.callbacks import Callback
+    from trainbus.testing import train_tiny
+
+    class Grab(Callback):
+        _chief_only = False
+
+        def _setup_graph(self):
+            import tensorflow as tf
+
+            self.w = [v for v in tf.compat.v1.global_variables() if v.op.name == "W"][0].read_value()
+
+        def _after_train(self):
+            self.value = self.trainer.sess.run(self.w)
+
+    ref = Grab()
+    train_tiny([ref], max_epoch=1, steps_per_epoch=3)
+    g = Grab()
+    tr = train_tiny([g], max_epoch=1, steps_per_epoch=3,
+                    trainer=trainbus.train.HorovodTrainer(compression=hvd.Compression.fp16))
+    assert tr.is_chief and tr.rank == 0 and tr.size == 1
+    np.testing.assert_allclose(g.value, ref.value, rtol=1e-6)
