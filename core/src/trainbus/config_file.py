@@ -652,9 +652,10 @@ class RunPlan:
         """Build the callbacks and monitors (not the model input, nothing trains) and describe the plan."""
         from trainbus.train.config import DEFAULT_MONITORS
 
-        callbacks, extra, monitors = self.build_callbacks()
-        self._build_all([c for c in (self.trainer, self.session_init, self.model) if c is not None])
-        return self.describe(callbacks, extra, monitors if monitors is not None else DEFAULT_MONITORS())
+        with _quiet_plugin_log(), _stand_in_logdir(bool(self.loop.get("logdir"))):
+            callbacks, extra, monitors = self.build_callbacks()
+            self._build_all([c for c in (self.trainer, self.session_init, self.model) if c is not None])
+            return self.describe(callbacks, extra, monitors if monitors is not None else DEFAULT_MONITORS())
 
     def train(self) -> Any:
         """Build everything (construction errors are reported all at once, with lines), then train.
@@ -667,6 +668,8 @@ class RunPlan:
         from trainbus.train.tower import SingleCostTrainer
         from trainbus.utils import logger
 
+        if self.loop.get("logdir"):  # before the callbacks: their constructors read the log directory
+            logger.set_logger_dir(self.loop["logdir"], action=self.loop.get("logdir_action"))
         callbacks, extra, monitors = self.build_callbacks()
         if self.model is None or self.data is None or self.trainer is None:
             raise RunConfigError(self.filename, [Problem(None, "(file)", "the plan has no model, data or trainer")])
@@ -686,8 +689,6 @@ class RunPlan:
                                                                   "a run file needs one such as SimpleTrainer"))
         if problems:
             raise RunConfigError(self.filename, problems)
-        if self.loop.get("logdir"):
-            logger.set_logger_dir(self.loop["logdir"], action=self.loop.get("logdir_action"))
         kw = dict(model=model, callbacks=callbacks, extra_callbacks=extra, monitors=monitors,
                   session_init=sessinit, starting_epoch=self.loop.get("starting_epoch", 1),
                   steps_per_epoch=self.loop.get("steps_per_epoch"), max_epoch=self.loop.get("max_epoch", 99999))
@@ -701,11 +702,56 @@ class RunPlan:
 
 
 def _provider_of_instance(obj: Any) -> str:
-    name = type(obj).__name__
-    try:
-        return compose.provider_of("callback", name)
-    except Exception:  # noqa: BLE001
-        return type(obj).__module__
+    """The distribution that defines the class of ``obj`` (``"trainbus-summary 0.1.0"``)."""
+    import importlib_metadata as md
+
+    top = type(obj).__module__.split(".")[0]
+    dists = md.packages_distributions().get(top) or []
+    if dists:
+        try:
+            return f"{dists[0]} {md.version(dists[0])}"
+        except md.PackageNotFoundError:
+            pass
+    return f"module {type(obj).__module__}"
+
+
+class _stand_in_logdir:
+    """In a dry run, let constructors that read the log directory see a throwaway one, so the
+    plan is built as the run would build it, without creating the run's directory."""
+
+    def __init__(self, active: bool) -> None:
+        self.active = active
+
+    def __enter__(self) -> None:
+        import tempfile
+
+        from trainbus.utils import logger
+
+        self.prev = logger.LOG_DIR
+        if self.active:
+            self.tmp = tempfile.TemporaryDirectory(prefix="trainbus-dry-run-")
+            logger.LOG_DIR = self.tmp.name
+
+    def __exit__(self, *exc: Any) -> None:
+        from trainbus.utils import logger
+
+        if self.active:
+            logger.LOG_DIR = self.prev
+            self.tmp.cleanup()
+
+
+class _quiet_plugin_log:
+    """Silence the "loaded plugin ..." info lines while a plan is printed."""
+
+    def __enter__(self) -> None:
+        import logging
+
+        self.log = logging.getLogger("trainbus.plugins")
+        self.level = self.log.level
+        self.log.setLevel(logging.WARNING)
+
+    def __exit__(self, *exc: Any) -> None:
+        self.log.setLevel(self.level)
 
 
 def load_run_file(path: str | os.PathLike) -> RunPlan:
