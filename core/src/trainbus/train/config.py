@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 
+import os
 from typing import Any
 
 from trainbus._defaults import DEFAULT_CALLBACKS, DEFAULT_MONITORS
@@ -108,20 +109,23 @@ class AutoResumeTrainConfig(TrainConfig):
 
     def __init__(self, always_resume: bool = True, checkpoint_dir: str | None = None, **kwargs: Any) -> None:
         self._checkpoint_dir = checkpoint_dir
-        if always_resume or "session_init" not in kwargs:
-            sessinit = self.get_sessinit_resume(checkpoint_dir)
-            if sessinit is not None:
-                path = sessinit.path if hasattr(sessinit, "path") else sessinit
-                if "session_init" in kwargs:
-                    logger.info(f"Found checkpoint at {path}. session_init arguments will be overwritten.")
-                else:
-                    logger.info(f"Will load checkpoint at {path}.")
-                kwargs["session_init"] = sessinit
+        stats_epoch = self.get_resume_epoch()
+        ckpt, ckpt_epoch = self._pick_resume_checkpoint(checkpoint_dir, stats_epoch, _steps_hint(kwargs))
+        if ckpt is not None and (always_resume or "session_init" not in kwargs):
+            from trainbus.tfutils import sessinit
+
+            if "session_init" in kwargs:
+                logger.info(f"Found checkpoint at {ckpt}. session_init arguments will be overwritten.")
+            else:
+                logger.info(f"Will load checkpoint at {ckpt}.")
+            kwargs["session_init"] = sessinit.SaverRestore(ckpt)
         if always_resume or "starting_epoch" not in kwargs:
-            last_epoch = self.get_resume_epoch()
+            # the checkpoint's own step decides (the weights are what they are); stats.json
+            # is the fallback when the epoch of the checkpoint cannot be told
+            last_epoch = ckpt_epoch if ckpt_epoch is not None else stats_epoch
             if last_epoch is not None:
                 now_epoch = last_epoch + 1
-                logger.info(f"Found history statistics from JSON. Setting starting_epoch to {now_epoch}.")
+                logger.info(f"Resuming after epoch {last_epoch}. Setting starting_epoch to {now_epoch}.")
                 kwargs["starting_epoch"] = now_epoch
         super().__init__(**kwargs)
 
@@ -141,6 +145,49 @@ class AutoResumeTrainConfig(TrainConfig):
         return sessinit.SaverRestore(path)
 
     @staticmethod
+    def _pick_resume_checkpoint(dir: str | None, stats_epoch: int | None,
+                                steps_per_epoch: int | None) -> tuple[str | None, int | None]:
+        """``(checkpoint prefix, last epoch it completed)`` to resume from.
+
+        A process killed between writing an epoch's checkpoint and its ``stats.json`` record
+        leaves the newest checkpoint one epoch ahead of ``stats.json``; then the newest kept
+        checkpoint that ``stats.json`` covers is chosen, so weights, ``global_step``,
+        ``starting_epoch`` and the statistics agree (the lost epoch is trained again).
+        """
+        import tensorflow as tf
+
+        dir = dir or logger.get_logger_dir()
+        if dir is None:
+            return None, None
+        latest = tf.train.latest_checkpoint(dir)
+        if latest is None:
+            return None, None
+        state = tf.train.get_checkpoint_state(dir)
+        paths = [p if os.path.isabs(p) else os.path.join(dir, p) for p in (state.all_model_checkpoint_paths or [])]
+        paths = [p for p in paths if os.path.isfile(p + ".index")] or [latest]
+        if not steps_per_epoch:
+            return latest, None
+
+        def completed_epoch(prefix: str) -> int | None:
+            try:
+                step = int(tf.train.load_checkpoint(prefix).get_tensor("global_step"))
+            except Exception:  # noqa: BLE001 - no global_step saved: cannot tell
+                return None
+            return step // steps_per_epoch
+
+        newest = paths[-1] if latest not in paths else latest
+        newest_epoch = completed_epoch(newest)
+        if stats_epoch is None or newest_epoch is None or newest_epoch <= stats_epoch:
+            return newest, newest_epoch
+        for prefix in reversed(paths[:-1] if paths[-1] == newest else paths):
+            ep = completed_epoch(prefix)
+            if ep is not None and ep <= stats_epoch:
+                logger.warning(f"The newest checkpoint {newest} is ahead of stats.json (epoch {newest_epoch} > "
+                               f"{stats_epoch}); resuming from {prefix} so that both agree.")
+                return prefix, ep
+        return newest, newest_epoch
+
+    @staticmethod
     def get_resume_epoch(dir: str | None = None) -> int | None:
         """The last finished epoch recorded in ``stats.json`` of ``dir`` (default: the log dir)."""
         from trainbus.utils.stats import load_existing_epoch_number
@@ -148,3 +195,18 @@ class AutoResumeTrainConfig(TrainConfig):
         return load_existing_epoch_number(dir or logger.get_logger_dir())
 
 
+
+
+def _steps_hint(kwargs: dict) -> int | None:
+    """steps_per_epoch as the config will see it, if it can be told without side effects."""
+    spe = kwargs.get("steps_per_epoch")
+    if isinstance(spe, int) and not isinstance(spe, bool) and spe > 0:
+        return spe
+    try:
+        if kwargs.get("dataflow") is not None:
+            return int(len(kwargs["dataflow"]))
+        if kwargs.get("data") is not None:
+            return int(kwargs["data"].size())
+    except Exception:  # noqa: BLE001
+        return None
+    return None

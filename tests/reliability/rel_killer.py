@@ -1,0 +1,174 @@
+"""Kill trainings with SIGKILL at random moments (run by test_rel_crash.py in a subprocess).
+
+This process imports TensorFlow and the plugins once and creates no session; each training
+runs in a forked child (cheap: no new interpreter), which is SIGKILLed after a random delay,
+and the next child resumes in the same directory with ``AutoResumeTrainConfig``.
+
+Usage: python rel_killer.py ROOT LINEAGES KILLS_PER_LINEAGE SEED  -> writes ROOT/report.json
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import select
+import signal
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import tensorflow  # noqa: E402,F401 - imported once, before forking
+
+import trainbus.callbacks as C  # noqa: E402
+from trainbus.input_source import FeedInput  # noqa: E402
+from trainbus.testing import TinyModel, tiny_dataflow  # noqa: E402
+from trainbus._manager import TrainbusPluginManager  # noqa: E402
+from trainbus.train import AutoResumeTrainConfig, SimpleTrainer, TrainConfig  # noqa: E402
+from trainbus.utils import logger  # noqa: E402
+
+from tensorboard.backend.event_processing import event_accumulator  # noqa: E402,F401
+
+for _name in ("ModelSaver", "JSONWriter", "TFEventWriter", "ScalarPrinter"):
+    getattr(C, _name)  # resolve (import) the plugins before forking
+
+
+class _Started(C.Callback):
+    """Tells the parent (through a pipe) that the training loop starts."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def _before_train(self) -> None:
+        try:
+            os.write(self.fd, b"s")
+        except OSError:
+            pass
+
+
+class _EpochScalar(C.Callback):
+    """Puts one scalar per epoch, so that stats.json gets a record every epoch."""
+
+    def _trigger_epoch(self) -> None:
+        self.trainer.monitors.put_scalar("epoch_marker", float(self.epoch_num))
+
+
+def build_trainer() -> tuple[SimpleTrainer, TrainConfig]:
+    """The graph is built here, before forking: the children only create sessions."""
+    model = TinyModel()
+    data = FeedInput(tiny_dataflow(n=8, batch=4))
+    trainer = SimpleTrainer()
+    trainer.setup_graph(model.get_input_signature(), data, model.build_graph, model.get_optimizer)
+    return trainer
+
+
+def verify(logdir: str) -> dict:
+    """What a killed run left in ``logdir``: every file must be readable."""
+    import glob
+
+    import tensorflow as tf
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    res: dict = {"logdir": logdir, "errors": []}
+    if not os.path.isdir(logdir):
+        return res
+    if os.path.exists(os.path.join(logdir, "checkpoint")):
+        latest = tf.train.latest_checkpoint(logdir)
+        try:
+            reader = tf.train.load_checkpoint(latest)
+            res["ckpt_step"] = int(reader.get_tensor("global_step"))
+            for name in ("W", "b"):
+                reader.get_tensor(name)
+            with open(latest + ".trainbus.json") as f:
+                json.load(f)
+        except Exception as e:  # noqa: BLE001
+            res["errors"].append(f"checkpoint {latest}: {type(e).__name__}: {e}")
+    if os.path.exists(os.path.join(logdir, "stats.json")):
+        try:
+            with open(os.path.join(logdir, "stats.json")) as f:
+                epochs = [r["epoch_num"] for r in json.load(f) if "epoch_marker" in r]
+            res["stats_epochs"] = epochs
+            if epochs != list(range(1, len(epochs) + 1)):
+                res["errors"].append(f"stats.json epochs are not 1..n: {epochs}")
+        except Exception as e:  # noqa: BLE001
+            res["errors"].append(f"stats.json: {type(e).__name__}: {e}")
+    events = sorted(glob.glob(os.path.join(logdir, "events.out.tfevents.*")))
+    res["event_files"] = len(events)
+    for ev in events:
+        try:
+            acc = EventAccumulator(ev)
+            acc.Reload()
+            acc.Tags()
+        except Exception as e:  # noqa: BLE001
+            res["errors"].append(f"{ev}: {type(e).__name__}: {e}")
+    return res
+
+
+def train_child(trainer: SimpleTrainer, logdir: str, max_epoch: int, fd: int) -> None:
+    rec = verify(logdir)
+    with open(os.path.join(os.path.dirname(logdir), "verify.jsonl"), "a") as f:
+        f.write(json.dumps(rec) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    logger.set_logger_dir(logdir, action="k")
+    cfg = AutoResumeTrainConfig(
+        callbacks=[C.ModelSaver(max_to_keep=2), _Started(fd), _EpochScalar()], extra_callbacks=[],
+        monitors=[C.JSONWriter(), C.TFEventWriter()], steps_per_epoch=2, max_epoch=max_epoch)
+    trainer.train_with_config(cfg)
+
+
+def run_child(trainer: SimpleTrainer, logdir: str, max_epoch: int) -> tuple[int, int]:
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(r)
+            sys.stdout = open(os.devnull, "w")
+            train_child(trainer, logdir, max_epoch, w)
+        except BaseException as e:  # noqa: BLE001
+            with open(os.path.join(os.path.dirname(logdir), "child-errors.txt"), "a") as f:
+                f.write(f"{logdir}: {type(e).__name__}: {e}\n")
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(w)
+    return pid, r
+
+
+def main() -> None:
+    root, lineages, kills, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    rng = random.Random(seed)
+    trainer = build_trainer()
+    TrainbusPluginManager().load_ambient()  # import the ambient plugins once, before forking
+    report = {"kills": [], "finals": []}
+    for k in range(kills):
+        for li in range(lineages):
+            logdir = os.path.join(root, f"lineage{li}")
+            delay = rng.uniform(0.0, 0.6)
+            pid, r = run_child(trainer, logdir, 10000)
+            select.select([r], [], [], 60)  # the training loop starts (or the child died)
+            os.close(r)
+            time.sleep(delay)
+            os.kill(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
+            report["kills"].append({"lineage": li, "delay": delay,
+                                    "killed": os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL})
+    # a last run per lineage verifies the files, resumes once more and finishes two more epochs
+    for li in range(lineages):
+        logdir = os.path.join(root, f"lineage{li}")
+        last = 0
+        if os.path.exists(os.path.join(logdir, "stats.json")):
+            with open(os.path.join(logdir, "stats.json")) as f:
+                last = json.load(f)[-1]["epoch_num"]
+        pid, r = run_child(trainer, logdir, last + 2)
+        os.close(r)
+        _, status = os.waitpid(pid, 0)
+        report["finals"].append({"lineage": li, "exit": os.waitstatus_to_exitcode(status), "max_epoch": last + 2})
+    with open(os.path.join(root, "report.json"), "w") as f:
+        json.dump(report, f)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+"""Guarantee 2: SIGKILL at random moments never leaves a checkpoint, stats.json or event
+file that cannot be read; and resuming after each kill works (AutoResumeTrainConfig)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timeout(240)
+
+LINEAGES, KILLS = 4, 6  # 24 kills
+
+
+def test_sigkill_at_random_moments_leaves_readable_files(tmp_path):
+    killer = Path(__file__).resolve().parent / "rel_killer.py"
+    proc = subprocess.run([sys.executable, str(killer), str(tmp_path), str(LINEAGES), str(KILLS), "1234"],
+                          capture_output=True, text=True, timeout=220)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert sum(k["killed"] for k in report["kills"]) >= 20
+    assert not (tmp_path / "child-errors.txt").exists(), (tmp_path / "child-errors.txt").read_text()
+    checks = [json.loads(line) for line in (tmp_path / "verify.jsonl").read_text().splitlines()]
+    # one check before every resumed run: after each kill, and before the final runs
+    assert len(checks) == LINEAGES * (KILLS + 1)
+    problems = [(c["logdir"], c["errors"]) for c in checks if c["errors"]]
+    assert not problems, problems
+    # the kills landed at different places: checkpoints and stats at various epochs
+    assert len({c.get("ckpt_step") for c in checks}) >= 5
+    for f in report["finals"]:
+        assert f["exit"] == 0
+    # after the final resumed run, stats.json holds every epoch once, 1..max_epoch
+    for li, f in enumerate(report["finals"]):
+        stats = json.loads((tmp_path / f"lineage{li}" / "stats.json").read_text())
+        epochs = [r["epoch_num"] for r in stats if "epoch_marker" in r]
+        assert epochs == list(range(1, f["max_epoch"] + 1)), epochs
