@@ -1,0 +1,8 @@
+"""Profiling and resource-tracking callbacks for trainbus."""
+
+from __future__ import annotations
+
+from trainbus_prof._gpuutil import GPUUtilizationTracker
+from trainbus_prof._prof import GPUMemoryTracker, GraphProfiler, HostMemoryTracker, ThroughputTracker
+
+__all__ = ["GPUUtilizationTracker", "GraphProfiler", "GPUMemoryTracker", "HostMemoryTracker", "ThroughputTracker"]
