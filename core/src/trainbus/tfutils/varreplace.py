@@ -41,8 +41,8 @@ def remap_variables(fn: Callable[[Any], Any]) -> Any:
     if not callable(fn):
         raise TypeError(f"remap_variables needs a callable, got {fn!r}")
 
-    def getter(_getter: Any, *args: Any, **kwargs: Any) -> Any:
-        return fn(_getter(*args, **kwargs))
+    def getter(getter: Any, *args: Any, **kwargs: Any) -> Any:
+        return fn(getter(*args, **kwargs))
 
     return custom_getter_scope(getter)
 
@@ -63,12 +63,12 @@ def freeze_variables(stop_gradient: bool = True, skip_collection: bool = False) 
             x = FullyConnected('fc', x, 1000)   # fc/* is not trained
     """
 
-    def getter(_getter: Any, *args: Any, **kwargs: Any) -> Any:
+    def getter(getter: Any, *args: Any, **kwargs: Any) -> Any:
         trainable = kwargs.get("trainable", True)
         name = args[0] if args else kwargs.get("name")
         if skip_collection:
             kwargs["trainable"] = False
-        v = _getter(*args, **kwargs)
+        v = getter(*args, **kwargs)
         if trainable and skip_collection:
             coll = tf1.get_collection_ref(tf1.GraphKeys.MODEL_VARIABLES)
             if all(x is not v for x in coll):
