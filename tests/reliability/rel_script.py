@@ -93,6 +93,8 @@ def main():
     p.add_argument("--max-to-keep", type=int, default=3)
     p.add_argument("--excepthook", action="store_true", help="install_interrupt_excepthook, do not catch")
     p.add_argument("--summary", help="file to which the final state is written as JSON")
+    p.add_argument("--stateful", action="store_true", help="add stateful callbacks (schedules, savers, patience)")
+    p.add_argument("--ckpt-dir", help="ModelSaver/AutoResumeTrainConfig checkpoint_dir")
     a = p.parse_args()
 
     from trainbus.callbacks.base import Callback
@@ -120,10 +122,37 @@ def main():
                     _write(a.marker, "after_train slept\n")
 
     callbacks = [Probe()]
+    if a.stateful:
+        import trainbus.callbacks as C
+
+        class WSum(Callback):
+            """A deterministic statistic for the stateful callbacks to follow."""
+
+            def _setup_graph(self):
+                import tensorflow as tf
+
+                self._w = [v for v in tf.compat.v1.global_variables() if v.op.name == "W"][0]
+                # a second hyperparameter, for StatMonitorParamSetter (the schedule owns the lr)
+                tf.compat.v1.get_variable("momentum_like", initializer=1.0, trainable=False)
+
+            def _trigger_epoch(self):
+                w = self.trainer.sess.run(self._w)
+                self.trainer.monitors.put_scalar("wsum", float(abs(w).sum()))
+                self.trainer.monitors.put_scalar("wtrend", float(-((self.epoch_num % 3) - 1) ** 2))
+
+        callbacks += [
+            WSum(),
+            C.ScheduledHyperParamSetter("learning_rate", [(0, 0.1), (2, 0.05), (4, 0.02)]),
+            C.StatMonitorParamSetter("momentum_like", "wtrend", lambda x: x * 0.9, threshold=0.0, last_k=1, reverse=True),
+            C.EarlyStopping("wtrend", patience=50, mode="max"),
+        ]
     if a.saver:
         import trainbus.callbacks as C
 
-        callbacks.insert(0, C.ModelSaver(max_to_keep=a.max_to_keep))
+        # after the stateful callbacks: the states it saves include this epoch's updates
+        callbacks.append(C.ModelSaver(max_to_keep=a.max_to_keep, checkpoint_dir=a.ckpt_dir))
+        if a.stateful:
+            callbacks.append(C.MinSaver("wtrend", reverse=True, checkpoint_dir=a.ckpt_dir))
     monitors = []
     if a.monitors:
         import trainbus.callbacks as C
@@ -138,8 +167,9 @@ def main():
         data = QueueInput(ChildProcessData(a.pidfile))
     else:
         data = QueueInput(BlockingData())
+    extra = {"checkpoint_dir": a.ckpt_dir} if a.resume and a.ckpt_dir else {}
     cfg_cls = AutoResumeTrainConfig if a.resume else TrainConfig
-    cfg = cfg_cls(model=TinyModel(), data=data, callbacks=callbacks, extra_callbacks=[], monitors=monitors,
+    cfg = cfg_cls(**extra, model=TinyModel(), data=data, callbacks=callbacks, extra_callbacks=[], monitors=monitors,
                   max_epoch=a.epochs, steps_per_epoch=a.spe)
     from trainbus.train import SimpleTrainer
 
