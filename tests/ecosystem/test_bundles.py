@@ -9,6 +9,8 @@ import json
 import pathlib
 import tomllib
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 OPT_IN = {"trainbus-monitor-comet", "trainbus-monitor-mlflow"}
@@ -100,6 +102,7 @@ def test_bundle_members_are_real_distributions() -> None:
     assert {b: set(m) for b, m in BUNDLES.items()} == bundles
 
 
+@pytest.mark.slow
 def test_standard_bundle_in_a_fresh_environment(fresh_venv, tmp_path) -> None:
     bundles = _bundles()
     venv = fresh_venv("standard")
@@ -132,6 +135,7 @@ print(json.dumps([cbs, mons]))
     assert list(logdir.glob("events.out.tfevents.*"))
 
 
+@pytest.mark.slow
 def test_distributed_then_all_bundle_in_a_fresh_environment(fresh_venv) -> None:
     bundles = _bundles()
     venv = fresh_venv("distributed")

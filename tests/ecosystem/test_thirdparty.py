@@ -41,6 +41,7 @@ def _run_tests_of(venv, tests: pathlib.Path, work: pathlib.Path) -> subprocess.C
     return venv.run(venv.python, "-m", "pytest", "-q", str(dest), check=False, cwd=str(work))
 
 
+@pytest.mark.slow
 def test_thirdparty_package_beside_trainbus(fresh_venv, tmp_path) -> None:
     wheels = _wheel_of(EXAMPLE, tmp_path)
     venv = fresh_venv("thirdparty")
@@ -87,6 +88,7 @@ def test_thirdparty_package_beside_trainbus(fresh_venv, tmp_path) -> None:
     assert "pip install trainbus-saver" in r.stderr and "pip install 'trainbus[standard]'" in r.stderr
 
 
+@pytest.mark.slow
 def test_new_plugin_scaffold_installs_and_passes_its_tests(fresh_venv, tmp_path) -> None:
     target = tmp_path / "mine"
     r = subprocess.run([sys.executable, "-m", "trainbus", "new-plugin", "grad-stats", "--dir", str(target)],
