@@ -1,0 +1,342 @@
+"""Trainers on TensorFlow's distributed runtime: ps tasks hold the variables, worker tasks
+train; worker task 0 is the chief."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+from typing import Any, Callable, Iterator
+
+import tensorflow as tf
+
+from trainbus.callbacks.base import Callback
+from trainbus.tfutils.common import get_global_step_var
+from trainbus.tfutils.tower import TowerFunc
+from trainbus.train.tower import SingleCostTrainer
+from trainbus.utils import logger
+
+from trainbus_trainers_multigpu._build import (
+    average_grads_on_var_device,
+    build_on_towers,
+    check_shared_grads,
+    gpus_available,
+    normalize_devices,
+)
+
+tf1 = tf.compat.v1
+
+__all__ = ["DistributedTrainerBase", "DistributedTrainerParameterServer", "DistributedTrainerReplicated",
+           "DistributedSessionCreator"]
+
+#: name of the global variable the chief initializes last: its being initialized tells the
+#: other workers that initialization (and any restore) is complete
+INIT_DONE_FLAG = "trainbus_chief_init_done"
+
+
+def _done_queue(ps_task: int, nr_workers: int) -> Any:
+    with tf1.device(f"/job:ps/task:{ps_task}"):
+        return tf1.FIFOQueue(max(1, nr_workers), [tf.int32], shapes=[[]],
+                             shared_name=f"trainbus_done_queue_ps{ps_task}", name=f"trainbus_done_queue_ps{ps_task}")
+
+
+def _cluster_of(server: Any) -> tuple[Any, str, int]:
+    if not (hasattr(server, "server_def") and hasattr(server, "target")):
+        raise TypeError(f"server must be a tf.compat.v1.train.Server, got {server!r} of type {type(server).__name__}")
+    sd = server.server_def
+    cluster = tf1.train.ClusterSpec(sd.cluster)
+    return cluster, sd.job_name, int(sd.task_index)
+
+
+def serve_parameter_server(server: Any, timeout: float | None = None) -> None:
+    """Serve as a ps task until every worker reported that it finished (each worker
+    enqueues a token into a shared-name queue on every ps task at the end of training).
+
+    :param timeout: give up (with a warning) after this many seconds; None waits forever.
+    """
+    cluster, job, task = _cluster_of(server)
+    if job != "ps":
+        raise ValueError(f"serve_parameter_server: this server is task {task} of job {job!r}, not a ps task")
+    nr_workers = len(cluster.job_tasks("worker"))
+    g = tf.Graph()
+    with g.as_default():
+        deq = _done_queue(task, nr_workers).dequeue()
+    logger.info(f"Parameter server task {task} is serving; waiting for {nr_workers} workers to finish ...")
+    opts = tf1.RunOptions(timeout_in_ms=int(timeout * 1000)) if timeout else None
+    with tf1.Session(server.target, graph=g) as sess:
+        for i in range(nr_workers):
+            try:
+                sess.run(deq, options=opts)
+            except tf.errors.DeadlineExceededError:
+                logger.warning(f"Parameter server task {task}: only {i} of {nr_workers} workers reported done "
+                               f"within {timeout} s; stopping anyway.")
+                return
+    logger.info(f"Parameter server task {task}: all {nr_workers} workers finished.")
+
+
+class _ReportDone(Callback):
+    """At the end of training (also after a failure) tell every ps task this worker is done."""
+
+    _chief_only = False
+
+    def __init__(self, ops: list[Any]) -> None:
+        self._ops = ops
+
+    def _after_train(self) -> None:
+        opts = tf1.RunOptions(timeout_in_ms=10000)
+        for op in self._ops:
+            try:
+                self.trainer.sess.run(op, options=opts)
+            except Exception as e:  # noqa: BLE001 - a ps that is gone must not hide the real outcome
+                logger.warning(f"Could not report 'done' to a parameter server: {type(e).__name__}: {e}")
+
+    def __str__(self) -> str:
+        return "ReportDoneToPS"
+
+
+class DistributedSessionCreator(tf1.train.SessionCreator):
+    """Sessions for workers of a cluster: the chief initializes the global variables (except
+    the init-done flag, which the trainer initializes after ``session_init``); the other
+    workers poll every ``recovery_wait_secs`` (0.2 s, not TF's 30 s) until every global
+    variable, the flag included, is initialized."""
+
+    def __init__(self, server: Any, is_chief: bool, config: Any = None, recovery_wait_secs: float = 0.2,
+                 max_wait_secs: float = 600.0) -> None:
+        self.server = server
+        self.is_chief = is_chief
+        self.config = config
+        self.recovery_wait_secs = recovery_wait_secs
+        self.max_wait_secs = max_wait_secs
+
+    def create_session(self) -> Any:
+        all_global = tf1.global_variables()
+        flag = [v for v in all_global if v.op.name == INIT_DONE_FLAG]
+        others = [v for v in all_global if v.op.name != INIT_DONE_FLAG]
+        init_op = tf1.variables_initializer(others, name="trainbus_init_global")
+        local_init = tf.group(tf1.local_variables_initializer(), tf1.tables_initializer(), name="trainbus_init_local")
+        # the chief is ready once it initialized everything but the flag (it sets the flag
+        # after session_init); the others wait for the flag too
+        ready = tf1.report_uninitialized_variables(others if self.is_chief else others + flag)
+        sm = tf1.train.SessionManager(local_init_op=local_init, ready_op=ready,
+                                      recovery_wait_secs=self.recovery_wait_secs)
+        t0 = time.monotonic()
+        if self.is_chief:
+            sess = sm.prepare_session(self.server.target, init_op=init_op, config=self.config,
+                                      max_wait_secs=self.max_wait_secs)
+        else:
+            logger.info("Waiting for the chief worker to initialize the variables ...")
+            sess = sm.wait_for_session(self.server.target, config=self.config, max_wait_secs=self.max_wait_secs)
+            if sess is None:
+                raise RuntimeError(f"the chief worker did not initialize the variables within {self.max_wait_secs} s")
+            logger.info(f"Variables are ready after {time.monotonic() - t0:.1f} s.")
+        return sess
+
+
+class DistributedTrainerBase(SingleCostTrainer):
+    """Common part of the distributed trainers. On a ``ps`` task the trainer serves
+    (``train`` returns once every worker has finished); on a ``worker`` task it trains."""
+
+    def __init__(self, gpus: Any, server: Any) -> None:
+        cluster, job, task = _cluster_of(server)
+        if job not in ("ps", "worker"):
+            raise ValueError(f"{type(self).__name__}: the server's job must be 'ps' or 'worker', got {job!r}")
+        if "ps" not in cluster.jobs or "worker" not in cluster.jobs:
+            raise ValueError(f"{type(self).__name__}: the cluster needs a 'ps' job and a 'worker' job, got {cluster.jobs}")
+        #: list of device ids used by this worker, one tower each
+        self.devices = normalize_devices(gpus, type(self).__name__)
+        self.server = server
+        self.cluster = cluster
+        self.job_name = job
+        self.task_index = task
+        self.num_ps = len(cluster.job_tasks("ps"))
+        self.num_worker = len(cluster.job_tasks("worker"))
+        super().__init__()
+        #: worker task 0 is the chief
+        self.is_chief = job == "worker" and task == 0
+        self._worker_device = f"/job:worker/task:{task}"
+        kind = "gpu" if gpus_available() > 0 else "cpu"
+        self._raw_devices = [f"{self._worker_device}/{kind}:{i}" for i in self.devices]
+        self._worker_cpu = f"{self._worker_device}/cpu:0"
+        if job == "ps":
+            logger.info(f"{type(self).__name__}: this process is ps task {task}; train() serves the variables.")
+
+    @property
+    def raw_devices(self) -> list[str]:
+        return list(self._raw_devices)
+
+    def _ps_setter(self, worker_device: str | None = None) -> Any:
+        return tf1.train.replica_device_setter(worker_device=worker_device or self._worker_cpu, cluster=self.cluster)
+
+    # ---------------------------------------------------------------- ps role
+    def setup_graph(self, inputs_desc: Any, input: Any, get_cost_fn: Callable[..., Any], get_opt_fn: Callable[[], Any]) -> None:
+        if self.job_name == "ps":
+            return  # a ps task builds nothing; it serves the workers' graphs
+        # ops placed by nobody else run on this worker (never on another task by default)
+        with self.graph.as_default(), tf1.device(self._worker_cpu):
+            super().setup_graph(inputs_desc, input, get_cost_fn, get_opt_fn)
+
+    def train(self, callbacks: Any, monitors: Any, session_creator: Any, session_init: Any, steps_per_epoch: int,
+              starting_epoch: int = 1, max_epoch: int = 9999999) -> None:
+        if self.job_name == "ps":
+            serve_parameter_server(self.server)
+            return
+        super().train(callbacks, monitors, session_creator, session_init, steps_per_epoch, starting_epoch, max_epoch)
+
+    def train_with_config(self, config: Any) -> None:
+        if self.job_name == "ps":
+            serve_parameter_server(self.server)
+            return
+        super().train_with_config(config)
+
+    # ---------------------------------------------------------------- worker role
+    def _setup_graph(self, input: Any, get_cost_fn: TowerFunc, get_opt_fn: Callable[[], Any]) -> list:
+        with tf1.device(self._ps_setter()):
+            get_global_step_var()  # shared by all workers, on a ps task
+            with tf1.device("/job:ps/task:0"):
+                tf1.get_variable(INIT_DONE_FLAG, shape=[], dtype=tf.bool, initializer=tf1.ones_initializer(),
+                                 trainable=False, use_resource=False)
+        done_ops = [_done_queue(i, self.num_worker).enqueue([tf.constant(self.task_index)]) for i in range(self.num_ps)]
+        cbs = self._build_training(input, get_cost_fn, get_opt_fn)
+        return list(cbs) + [_ReportDone(done_ops)]
+
+    def _build_training(self, input: Any, get_cost_fn: TowerFunc, get_opt_fn: Callable[[], Any]) -> list:
+        raise TypeError(f"{type(self).__name__} must implement _build_training")
+
+    def setup_callbacks(self, callbacks: Any, monitors: Any) -> None:
+        # variables that callbacks create go to the ps tasks too
+        with self.graph.as_default(), tf1.device(self._worker_cpu), tf1.device(self._ps_setter()):
+            super().setup_callbacks(callbacks, monitors)
+
+    def initialize(self, session_creator: Any, session_init: Any) -> None:
+        from trainbus.tfutils.sesscreate import NewSessionCreator
+
+        if not isinstance(session_creator, (NewSessionCreator, DistributedSessionCreator)):
+            raise ValueError(
+                f"{type(self).__name__} creates its own sessions on the cluster; got session_creator={session_creator!r}. "
+                "Leave session_creator unset (a session_config is fine)."
+            )
+        if isinstance(session_creator, NewSessionCreator):
+            session_creator = DistributedSessionCreator(self.server, self.is_chief, config=session_creator.config)
+        with self.graph.as_default(), tf1.device(self._worker_cpu):
+            super().initialize(session_creator, session_init)
+
+    def _after_session_init(self) -> None:
+        super()._after_session_init()
+        if self.is_chief:
+            flag = [v for v in tf1.global_variables() if v.op.name == INIT_DONE_FLAG][0]
+            self.sess.run(flag.initializer)
+
+
+class DistributedTrainerParameterServer(DistributedTrainerBase):
+    """Distributed training with the variables on the ps tasks: each worker averages the
+    gradients of its own towers and applies them to the ps variables (workers are not
+    synchronized with each other). Reads of the variables are cached per step on the
+    worker (``caching_device``).
+
+    :param gpus: number or list of local device ids of this worker, one tower each.
+    :param server: the ``tf.compat.v1.train.Server`` of this process.
+    :param caching_device: ``'cpu'`` or ``'gpu'``: where a worker caches variables read from ps.
+    """
+
+    def __init__(self, gpus: Any, server: Any, caching_device: str = "cpu") -> None:
+        if caching_device not in ("cpu", "gpu"):
+            raise ValueError(f"DistributedTrainerParameterServer: caching_device must be 'cpu' or 'gpu', got {caching_device!r}")
+        super().__init__(gpus, server)
+        self.caching_device = caching_device
+
+    def _build_training(self, input: Any, get_cost_fn: TowerFunc, get_opt_fn: Callable[[], Any]) -> list:
+        n = len(self.devices)
+        cache = self._worker_cpu if self.caching_device == "cpu" else self._raw_devices[0]
+        logger.info(f"Building {n} towers on {self._raw_devices}; variables on {self.num_ps} ps task(s), cached on {cache} ...")
+        get_grad_fn = self._make_get_grad_fn(input, get_cost_fn, get_opt_fn)
+        setters = [self._ps_setter(d) for d in self._raw_devices]
+        with tf1.variable_scope(tf1.get_variable_scope(), caching_device=cache):
+            grad_lists = build_on_towers(self._raw_devices, get_grad_fn, device_fns=setters)
+        check_shared_grads(grad_lists)
+        with tf1.device(self._worker_cpu):
+            grads = average_grads_on_var_device(grad_lists, average=True) if n > 1 else grad_lists[0]
+        opt = get_opt_fn()
+        with tf1.device(self._ps_setter()):
+            self.train_op = opt.apply_gradients(grads, name="train_op")
+        return []
+
+
+@contextlib.contextmanager
+def _variables_to_local() -> Iterator[None]:
+    """Variables created in the context go to LOCAL_VARIABLES (not GLOBAL), keeping trainable."""
+    def getter(getter: Any, name: str, *args: Any, **kwargs: Any) -> Any:
+        cols = list(kwargs.get("collections") or [tf1.GraphKeys.GLOBAL_VARIABLES])
+        cols = [c for c in cols if c != tf1.GraphKeys.GLOBAL_VARIABLES]
+        if tf1.GraphKeys.LOCAL_VARIABLES not in cols:
+            cols.append(tf1.GraphKeys.LOCAL_VARIABLES)
+        kwargs["collections"] = cols
+        return getter(name, *args, **kwargs)
+
+    with tf1.variable_scope(tf1.get_variable_scope(), custom_getter=getter):
+        yield
+
+
+class DistributedTrainerReplicated(DistributedTrainerBase):
+    """Distributed replicated training: every worker keeps a local copy of the model per
+    device (local variables ``tower{i}/...``); the global copy (same names without the
+    tower prefix, what checkpoints hold) lives on the ps tasks. In each step a worker
+    averages the gradients of its towers, applies them to the global copy, then copies the
+    global values back into its towers. A worker starts from the global values once the
+    chief has initialized (and restored) them.
+
+    :param gpus: number or list of local device ids of this worker, one tower each.
+    :param server: the ``tf.compat.v1.train.Server`` of this process.
+    """
+
+    def _build_training(self, input: Any, get_cost_fn: TowerFunc, get_opt_fn: Callable[[], Any]) -> list:
+        n = len(self.devices)
+        logger.info(f"Building {n} replicated towers on {self._raw_devices}; global copy on {self.num_ps} ps task(s) ...")
+        get_grad_fn = self._make_get_grad_fn(input, get_cost_fn, get_opt_fn)
+        with _variables_to_local():
+            grad_lists = build_on_towers(self._raw_devices, get_grad_fn, use_vs=[True] * n)
+        _check_towers_match(grad_lists)
+        # the global copy of every trainable variable, initialized like tower 0's
+        global_vars = []
+        with tf1.device(self._ps_setter()), tf1.name_scope(None):
+            for _, v in grad_lists[0]:
+                name = re.sub(r"^tower0/", "", v.op.name)
+                with tf1.variable_scope(tf1.VariableScope(reuse=False), auxiliary_name_scope=False):
+                    gv = tf1.get_variable(name, initializer=v.initial_value, trainable=False, use_resource=True)
+                global_vars.append(gv)
+        for gv in global_vars:
+            tf1.add_to_collection(tf1.GraphKeys.MODEL_VARIABLES, gv)
+        with tf1.device(self._worker_cpu), tf1.name_scope("AggregateLocalGrads"):
+            avg = []
+            for k in range(len(global_vars)):
+                gs = [tf.convert_to_tensor(grad_lists[t][k][0]) for t in range(n)]
+                avg.append(gs[0] if n == 1 else tf.multiply(tf.add_n(gs), 1.0 / n))
+        opt = get_opt_fn()
+        with tf1.device(self._ps_setter()):
+            apply_op = opt.apply_gradients(list(zip(avg, global_vars)), name="apply_to_global")
+        with tf1.control_dependencies([apply_op]):
+            copy_back = self._copy_global_to_local(grad_lists, global_vars, "copy_back")
+        self.train_op = tf.group(copy_back, name="train_op")
+        self._sync_local_op = self._copy_global_to_local(grad_lists, global_vars, "sync_from_global")
+        return []
+
+    def _copy_global_to_local(self, grad_lists: Any, global_vars: list[Any], name: str) -> Any:
+        ops = []
+        with tf1.name_scope(name):
+            for t, gl in enumerate(grad_lists):
+                with tf1.device(self._raw_devices[t]):
+                    for (_, lv), gv in zip(gl, global_vars):
+                        ops.append(tf1.assign(lv, gv.read_value()))
+        return tf.group(*ops, name=name)
+
+    def _after_session_init(self) -> None:
+        super()._after_session_init()
+        # the chief's flag is set: global values are final; every worker starts from them
+        self.sess.run(self._sync_local_op)
+
+
+def _check_towers_match(grad_lists: Any) -> None:
+    names = [[re.sub(r"^tower\d+/", "", v.op.name) for _, v in gl] for gl in grad_lists]
+    for i, nm in enumerate(names[1:], start=1):
+        if nm != names[0]:
+            raise ValueError(f"tower {i} has gradients for {nm} but tower 0 for {names[0]}; the tower function must "
+                             "create the same trainable variables in every tower")

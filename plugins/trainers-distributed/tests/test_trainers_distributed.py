@@ -1,0 +1,147 @@
+"""Distributed trainers with REAL processes: one ps and two workers on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+HERE = Path(__file__).resolve().parent
+WORKER = HERE / "dist_worker.py"
+LIMIT = 90.0
+
+
+def free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def run_cluster(out: Path, trainer: str, gpus: int = 1):
+    """Start ps 0, worker 0, worker 1; wait for all; returns {name: (rc, log)}."""
+    out.mkdir(parents=True, exist_ok=True)
+    ports = [str(p) for p in free_ports(3)]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
+    procs = {}
+    for name, job, task in (("ps", "ps", 0), ("w0", "worker", 0), ("w1", "worker", 1)):
+        log = open(out / f"{name}.log", "wb")
+        procs[name] = (subprocess.Popen([sys.executable, str(WORKER), str(out), trainer, job, str(task), *ports,
+                                         str(gpus)], stdout=log, stderr=subprocess.STDOUT, env=env,
+                                        start_new_session=True), log)
+    t0 = time.monotonic()
+    result = {}
+    try:
+        for name, (p, log) in procs.items():
+            left = max(1.0, LIMIT - (time.monotonic() - t0))
+            try:
+                p.wait(timeout=left)
+            except subprocess.TimeoutExpired:
+                pass
+    finally:
+        for name, (p, log) in procs.items():
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+                result[name] = (None, "")
+            log.close()
+    for name, (p, _) in procs.items():
+        text = (out / f"{name}.log").read_text(errors="replace")
+        result[name] = (result.get(name, (p.returncode,))[0], text)
+    return result, time.monotonic() - t0
+
+
+def load(out: Path, name: str):
+    with np.load(out / name) as f:
+        return {k: f[k] for k in f.files}
+
+
+def check_common(out: Path, result, took):
+    for name, (rc, log) in result.items():
+        assert rc == 0, f"{name} exited with {rc} (None = killed after {LIMIT} s):\n{log[-3000:]}"
+    assert took < LIMIT
+    assert "Parameter server task 0: all 2 workers finished." in result["ps"][1]
+    # the non-chief waited for the chief's initialization, not TF's 30 s retry
+    assert "Waiting for the chief worker to initialize the variables" in result["w1"][1]
+    info0, info1 = (json.loads((out / f"info_w{t}.json").read_text()) for t in (0, 1))
+    assert info0["is_chief"] is True and info1["is_chief"] is False
+    for n in ("W", "b", "global_step"):
+        assert info1["devices"][n].startswith("/job:ps/task:0"), info1["devices"]
+    s0, s1 = load(out, "start_w0.npz"), load(out, "start_w1.npz")
+    # the chief restored b := 0.25 (session_init runs on the chief only); worker 1 started from it
+    np.testing.assert_array_equal(s0["b"], np.full([3], 0.25, "float32"))
+    np.testing.assert_array_equal(s1["b"], s0["b"])
+    np.testing.assert_array_equal(s1["W"], s0["W"])
+    e0, e1 = load(out, "end_w0.npz"), load(out, "end_w1.npz")
+    assert np.abs(e0["W"] - s0["W"]).max() > 1e-3 and np.isfinite(e1["W"]).all()
+    # one global_step on ps, advanced by both workers: 2 workers x 2 epochs x 5 steps
+    assert max(int(e0["global_step"]), int(e1["global_step"])) == 20
+    # chief-only callbacks and logs: the chief alone
+    assert (out / "chief_w0.txt").read_text() == "epoch 2\n"
+    assert not (out / "chief_w1.txt").exists()
+    assert (out / "log" / "log.log").exists()
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["log"]
+    if "ModelSaver" in info0["optional"]:
+        assert (out / "log" / "checkpoint").exists()
+    if "JSONWriter" in info0["optional"]:
+        stats = json.loads((out / "log" / "stats.json").read_text())
+        assert [r["epoch_marker"] for r in stats] == [1.0, 2.0]
+    return info0, info1
+
+
+@pytest.mark.slow
+def test_replicated_cluster_trains_and_shuts_down(tmp_path):
+    out = tmp_path / "rep"
+    result, took = run_cluster(out, "replicated", gpus=2)
+    info0, info1 = check_common(out, result, took)
+    # two local towers per worker, local copies; the global copy keeps the plain names
+    assert {"tower0/W", "tower1/W", "tower0/b", "tower1/b"} <= set(info1["local_vars"])
+    assert {"W", "b"} <= set(info1["global_vars"]) and "tower0/W" not in info1["global_vars"]
+
+
+@pytest.mark.slow
+def test_parameter_server_cluster_trains_and_shuts_down(tmp_path):
+    out = tmp_path / "ps"
+    result, took = run_cluster(out, "ps", gpus=1)
+    info0, info1 = check_common(out, result, took)
+    assert info1["local_vars"] == []
+
+
+# ---------------------------------------------------------------- in-process
+
+
+def _server(job, task, ports=None):
+    import tensorflow as tf
+
+    ports = ports or free_ports(2)
+    tf1 = tf.compat.v1
+    cluster = tf1.train.ClusterSpec({"ps": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{ports[1]}"]})
+    return tf1.train.Server(cluster, job_name=job, task_index=task, start=False)
+
+
+def test_roles_and_bad_arguments():
+    import trainbus.train
+
+    w = trainbus.train.DistributedTrainerReplicated(1, _server("worker", 0))
+    assert w.is_chief is True and w.job_name == "worker" and w.devices == [0]
+    assert w.raw_devices == ["/job:worker/task:0/cpu:0"]
+    p = trainbus.train.DistributedTrainerParameterServer([0], _server("ps", 0))
+    assert p.is_chief is False and p.job_name == "ps"
+    with pytest.raises(TypeError, match="server must be a tf.compat.v1.train.Server"):
+        trainbus.train.DistributedTrainerReplicated(1, "localhost:2222")
+    with pytest.raises(ValueError, match="caching_device must be 'cpu' or 'gpu'"):
+        trainbus.train.DistributedTrainerParameterServer(1, _server("worker", 0), caching_device="tpu")
+    with pytest.raises(ValueError, match="at least one device"):
+        trainbus.train.DistributedTrainerReplicated(0, _server("worker", 0))
