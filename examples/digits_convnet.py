@@ -50,7 +50,7 @@ class DigitsConvNet(ModelDesc):
         tf.nn.softmax(logits, name="prob")
         cost = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=label, logits=logits),
                               name="cross_entropy_loss")
-        wrong = tf.cast(tf.logical_not(tf.nn.in_top_k(logits, label, 1)), tf.float32, name="incorrect_vector")
+        wrong = tf.cast(tf.logical_not(tf1.nn.in_top_k(logits, label, 1)), tf.float32, name="incorrect_vector")
         add_moving_summary(cost, tf.reduce_mean(wrong, name="train_error"))
         return cost
 
