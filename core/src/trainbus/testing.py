@@ -223,7 +223,7 @@ def check_distribution(name: str, raise_on_error: bool = True) -> list[str]:
     * ``trainbus.callbacks``: the object is named like its entry point and is a ``Callback`` /
       ``MonitorBase`` subclass or a factory function; another class (a helper such as
       ``HyperParam``) is allowed only if the package lists it in ``__all__``;
-      ``trainbus.train``: a ``Trainer`` subclass; ``trainbus.tfutils.sessinit``: a ``SessionInit``
+      ``trainbus.train``: a ``Trainer`` subclass or a factory function (``SyncMultiGPUTrainer``); ``trainbus.tfutils.sessinit``: a ``SessionInit``
       subclass or a factory function; ``trainbus.plugins``: registers on a plugin manager and
       implements only known hooks;
     * every exported name is in its package's ``__all__``;
@@ -318,8 +318,11 @@ def check_distribution(name: str, raise_on_error: bool = True) -> list[str]:
         elif ep.group == "trainbus.train":
             from trainbus.train.base import Trainer
 
-            if not (is_class and issubclass(obj, Trainer)):
-                problems.append(f"{where}: {obj!r} is not a subclass of trainbus.train.Trainer")
+            if is_class and not issubclass(obj, Trainer):
+                problems.append(f"{where}: {obj!r} is not a subclass of trainbus.train.Trainer "
+                                "(a factory function is also allowed)")
+            elif not is_class and not is_function:
+                problems.append(f"{where}: {obj!r} is neither a Trainer subclass nor a factory function")
         elif ep.group == "trainbus.tfutils.sessinit":
             from trainbus.tfutils.sessinit import SessionInit
 

@@ -250,3 +250,20 @@ def test_bad_arguments_fail_at_construction():
     assert trainbus.train.SyncMultiGPUTrainerParameterServer(2).ps_device == "gpu"
     assert trainbus.train.SyncMultiGPUTrainerParameterServer(4).ps_device == "cpu"
     assert T.BROADCAST_EVERY_EPOCH is True
+
+
+def test_non_main_towers_do_not_duplicate_update_ops_or_summaries(logdir):
+    class CountingModel(TinyModel):
+        def build_graph(self, x, y):
+            cost = super().build_graph(x, y)
+            tf1.add_to_collection(tf1.GraphKeys.UPDATE_OPS, tf.identity(cost, name="fake_update"))
+            tf1.summary.scalar("per_tower_cost", cost)
+            return cost
+
+    tr = run(trainbus.train.SyncMultiGPUTrainerReplicated(3), 2, 1, model=CountingModel())
+    updates = tr.graph.get_collection(tf1.GraphKeys.UPDATE_OPS)
+    assert [u.name for u in updates] == ["tower0/fake_update:0"]
+    names = [s.name for s in tr.graph.get_collection(tf1.GraphKeys.SUMMARIES) if "per_tower_cost" in s.name]
+    assert len(names) == 1 and names[0].startswith("tower0/")
+    # the towers were still all built
+    assert len(tr.towers.training()) == 3 and tr.graph.get_operation_by_name("tower2/fake_update")
