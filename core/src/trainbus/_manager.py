@@ -150,7 +150,7 @@ class TrainbusPluginManager(pluggy.PluginManager):
                 continue
             self._plugin_dists[pname] = _registry.describe(ep)
             loaded.append(ep.name)
-            log.info("loaded plugin %s", _registry.describe(ep))
+            log.debug("loaded plugin %s", _registry.describe(ep))
         return loaded[::-1]  # in name order, the order their plain impls run
 
 
