@@ -128,7 +128,8 @@ launch_train_with_config(cfg, SimpleTrainer())
 print(json.dumps([cbs, mons]))
 """
     cbs, mons = venv.py_json(code)
-    assert cbs == ["MovingAverageSummary", "ProgressBar", "MergeAllSummaries", "RunUpdateOps"]
+    # MergeAllSummaries is a factory: its objects' class is named after the variant it chose
+    assert [c.split("_")[0] for c in cbs] == ["MovingAverageSummary", "ProgressBar", "MergeAllSummaries", "RunUpdateOps"]
     assert mons == ["TFEventWriter", "JSONWriter", "ScalarPrinter"]
     stats = json.loads((logdir / "stats.json").read_text())
     assert [s["epoch_num"] for s in stats] == [1, 2]

@@ -1,7 +1,9 @@
 """Helpers for testing trainbus plugins and callbacks (import ``trainbus.testing``).
 
 * :class:`TinyModel` / :func:`tiny_dataflow` / :func:`train_tiny`: a real (small) training run;
-* :class:`HookRecorder`: a callback that records every hook it receives, in order.
+* :class:`HookRecorder`: a callback that records every hook it receives, in order;
+* :class:`RecordingMonitor`: a monitor that keeps everything it receives;
+* :func:`check_distribution`: the conformance check of a plugin distribution.
 """
 
 from __future__ import annotations
