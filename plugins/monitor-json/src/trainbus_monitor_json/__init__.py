@@ -76,6 +76,7 @@ class JSONWriter(MonitorBase):
 
     # ------------------------------------------------------------------ hooks
     def _before_train(self) -> None:
+        self._remove_stale_temporaries()
         existing = _stats.load_existing_json(self._dir)
         if existing is None:
             return
@@ -125,6 +126,21 @@ class JSONWriter(MonitorBase):
         self._trigger()
 
     # ------------------------------------------------------------------ internals
+    def _remove_stale_temporaries(self) -> None:
+        """Temporary files of writes interrupted by a killed process (``stats.json`` itself is
+        never torn: the rename had not happened)."""
+        prefix = "." + self.FILENAME + "."
+        try:
+            names = os.listdir(self._dir)
+        except OSError:
+            return
+        for n in names:
+            if n.startswith(prefix) and n.endswith(".tmp"):
+                try:
+                    os.unlink(os.path.join(self._dir, n))
+                except OSError:
+                    pass
+
     def _flush_pending(self) -> None:
         if not self._pending:
             return
