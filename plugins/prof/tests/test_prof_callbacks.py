@@ -69,7 +69,8 @@ class ListSampler:
 def test_gpu_util_worker_averages_per_epoch():
     sampler = ListSampler([[10, 50], [20, 60], [30, 70], [40, 80], [50, 90], [60, 100]] * 20)
     evt, stop_evt, q = threading.Event(), threading.Event(), queue.Queue()
-    worker = threading.Thread(target=cbs.GPUUtilizationTracker.worker, args=(evt, q, stop_evt, [0, 1], sampler, 0.01))
+    worker = threading.Thread(target=cbs.GPUUtilizationTracker.worker, args=(evt, q, stop_evt, [0, 1]),
+                              kwargs={"sampler": sampler, "interval": 0.01})
     worker.start()
     results = []
     for _ in range(2):  # two "epochs"
@@ -95,7 +96,8 @@ def test_gpu_util_worker_reports_sampler_errors():
         raise OSError("device lost")
 
     evt, stop_evt, q = threading.Event(), threading.Event(), queue.Queue()
-    t = threading.Thread(target=cbs.GPUUtilizationTracker.worker, args=(evt, q, stop_evt, [0], broken, 0.01))
+    t = threading.Thread(target=cbs.GPUUtilizationTracker.worker, args=(evt, q, stop_evt, [0]),
+                         kwargs={"sampler": broken, "interval": 0.01})
     t.start()
     evt.set()
     assert q.get(timeout=10) == ("error", "OSError: device lost")

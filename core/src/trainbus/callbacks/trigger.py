@@ -37,6 +37,7 @@ class PeriodicTrigger(ProxyCallback):
         every_k_steps: int | None = None,
         every_k_epochs: int | None = None,
         before_train: bool = False,
+        *,
         every_k_seconds: float | None = None,
     ) -> None:
         super().__init__(triggerable)

@@ -214,7 +214,7 @@ class Trainer:
     #: running it is a training iteration (takes input, increments ``global_step``).
     hooked_sess: Any = None
 
-    def __init__(self, autoload_plugins: bool = True, disable_plugins: Iterable[str] = ()) -> None:
+    def __init__(self, *, autoload_plugins: bool = True, disable_plugins: Iterable[str] = ()) -> None:
         self.loop = TrainLoop()
         self.graph = _graph_for_new_trainer()
         self._callbacks: list[Callback] = []

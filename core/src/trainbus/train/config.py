@@ -107,7 +107,7 @@ class AutoResumeTrainConfig(TrainConfig):
     :param checkpoint_dir: where to look for checkpoints (default: the log directory).
     """
 
-    def __init__(self, always_resume: bool = True, checkpoint_dir: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, always_resume: bool = True, *, checkpoint_dir: str | None = None, **kwargs: Any) -> None:
         self._checkpoint_dir = checkpoint_dir
         stats_epoch = self.get_resume_epoch()
         ckpt, ckpt_epoch = self._pick_resume_checkpoint(checkpoint_dir, stats_epoch, _steps_hint(kwargs))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any, Sequence
 
 from trainbus.tfutils import _tf
@@ -9,7 +10,7 @@ from trainbus.tfutils import _tf
 __all__ = ["HyperParam", "GraphVarParam", "ObjAttrParam"]
 
 
-class HyperParam:
+class HyperParam(ABC):
     """Base class of hyperparameters: something a ``HyperParamSetter`` reads and sets.
 
     Subclasses implement ``get_value()`` and ``set_value(v)``, set ``_readable_name``, and may
@@ -21,13 +22,13 @@ class HyperParam:
     def setup_graph(self) -> None:
         """Create what the param needs in the graph (called before the graph is finalized)."""
 
+    @abstractmethod
     def set_value(self, v: Any) -> None:
         """Set the value of the param."""
-        raise TypeError(f"{type(self).__name__} must implement set_value(v)")
 
+    @abstractmethod
     def get_value(self) -> Any:
         """Get the value of the param."""
-        raise TypeError(f"{type(self).__name__} must implement get_value()")
 
     @property
     def readable_name(self) -> str:

@@ -157,8 +157,8 @@ class GPUUtilizationTracker(Callback):
         self._stop_evt = ctx.Event()
         self._queue = ctx.Queue()
         self._proc = ctx.Process(target=GPUUtilizationTracker.worker, name="GPUUtilizationTracker", daemon=True,
-                                 args=(self._evt, self._queue, self._stop_evt, self._devices, self._sampler,
-                                       self._interval))
+                                 args=(self._evt, self._queue, self._stop_evt, self._devices),
+                                 kwargs={"sampler": self._sampler, "interval": self._interval})
         self._proc.start()
         self._enabled = True
 
@@ -217,7 +217,7 @@ class GPUUtilizationTracker(Callback):
         self._enabled = False
 
     @staticmethod
-    def worker(evt: Any, rst_queue: Any, stop_evt: Any, devices: Sequence[int],
+    def worker(evt: Any, rst_queue: Any, stop_evt: Any, devices: Sequence[int], *,
                sampler: Callable[[Sequence[int]], Sequence[float]] | None = None, interval: float = 1.0) -> None:
         """The sampling loop (runs in the child process).
 

@@ -50,6 +50,9 @@ class RunBroadcastEachEpoch(Callback):
 class DataParallelTrainerBase(SingleCostTrainer):
     """Common part of the multi-device trainers: the device list and the device check."""
 
+    #: List of device ids (one tower each); set by the constructor.
+    devices: list[int] | None = None
+
     def __init__(self, gpus: Any) -> None:
         #: list of device ids, one tower each
         self.devices = normalize_devices(gpus, type(self).__name__)
