@@ -99,6 +99,43 @@ def test_hostile_ambient_plugins_cannot_break_or_stop_training(fake_dists, logdi
     assert trainbus_fake_good.EVENTS == ["before_train"] + ["trigger_epoch"] * 3 + ["after_train"]
 
 
+def test_ambient_plugin_cannot_stop_training_through_the_run_context(fake_dists, logdir, no_leaks):
+    """An ambient plugin's ``run_context.request_stop()`` in before_run/after_run is a
+    warning naming its distribution; a listed callback's request still stops training."""
+    import trainbus_fake_stopper
+
+    from trainbus.callbacks import Callback
+
+    rec = HookRecorder()
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        tr = train_tiny(callbacks=[rec], max_epoch=3, steps_per_epoch=4)
+    text = _messages(record)
+    assert tr.global_step == 12 and rec.hooks().count("trigger_epoch") == 3
+    calls = trainbus_fake_stopper._ambient.calls
+    assert calls == {"before_run": 12, "after_run": 12}
+    who = "trainbus-fake-stopper 0.1.0 (fake_stopper = trainbus_fake_stopper:_ambient)"
+    assert f"{who} tried to stop training in before_run() (run_context.request_stop())" in text
+    assert f"{who} tried to stop training in after_run() (run_context.request_stop())" in text
+
+    class ListedStopper(Callback):
+        def _after_run(self, ctx, values):
+            if self.global_step >= 4:  # already counts the step that just ran
+                ctx.request_stop()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tr = train_tiny(callbacks=[ListedStopper()], max_epoch=3, steps_per_epoch=4)
+    assert tr.global_step == 4
+
+
+def test_ambient_run_context_stop_is_an_error_in_strict_mode(fake_dists, logdir, monkeypatch):
+    monkeypatch.setenv("TRAINBUS_STRICT_PLUGINS", "1")
+    monkeypatch.setenv("TRAINBUS_DISABLE_PLUGINS", "fake_raising,fake_unknownhook,fake_dup,fake_importerror,fake_missing")
+    with pytest.raises(PluginLoadError, match=r"trainbus-fake-stopper 0\.1\.0.*tried to stop training in after_run"):
+        train_tiny(max_epoch=1, steps_per_epoch=1)
+
+
 def test_hostile_contributions_to_the_defaults(fake_dists):
     from trainbus.callbacks.base import Callback
     from trainbus.train import DEFAULT_CALLBACKS, DEFAULT_MONITORS

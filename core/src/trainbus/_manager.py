@@ -212,11 +212,58 @@ def _report(who: str, what: str, exc: BaseException | None) -> None:
     warnings.warn(msg, PluginWarning, stacklevel=3)
 
 
+class _NoStopRunContext:
+    """The ``run_context`` an ambient plugin sees in ``before_run``/``after_run``: the real
+    one, except that ``request_stop()`` is reported (a warning naming the distribution)
+    instead of stopping training."""
+
+    __slots__ = ("_ctx", "_who", "_hook")
+
+    def __init__(self, ctx: Any, who: str, hook: str) -> None:
+        self._ctx = ctx
+        self._who = who
+        self._hook = hook
+
+    @property
+    def original_args(self) -> Any:
+        return self._ctx.original_args
+
+    @property
+    def session(self) -> Any:
+        return self._ctx.session
+
+    @property
+    def stop_requested(self) -> bool:
+        return self._ctx.stop_requested
+
+    def request_stop(self) -> None:
+        _report(self._who, f"tried to stop training in {self._hook}() (run_context.request_stop()); an ambient "
+                           "plugin cannot stop training, put a callback in the callbacks list for that", None)
+
+
+def _ctx_position(method: Any) -> int | None:
+    import inspect
+
+    try:
+        names = [p.name for p in inspect.signature(method).parameters.values()]
+    except (TypeError, ValueError):
+        return None
+    return names.index("run_context") if "run_context" in names else None
+
+
 def _guarded_call(method: Any, who: str, hook: str) -> Any:
     from trainbus._exceptions import StopTraining
 
+    ctx_pos = _ctx_position(method) if hook in ("before_run", "after_run") else None
+
     @functools.wraps(method)
     def call(*args: Any, **kwargs: Any) -> Any:
+        if ctx_pos is not None:
+            # pluggy passes the hook's arguments positionally, by the implementation's names
+            if "run_context" in kwargs:
+                kwargs["run_context"] = _NoStopRunContext(kwargs["run_context"], who, hook)
+            elif ctx_pos < len(args):
+                args = args[:ctx_pos] + (_NoStopRunContext(args[ctx_pos], who, hook),) + args[ctx_pos + 1:]
         try:
             return method(*args, **kwargs)
         except (StopTraining, SystemExit) as exc:
