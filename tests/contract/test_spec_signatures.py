@@ -467,3 +467,50 @@ def test_merge_all_summaries_is_a_function_returning_a_callback() -> None:
     assert inspect.isfunction(cbs.MergeAllSummaries)
     assert isinstance(cbs.MergeAllSummaries(), cbs.Callback)
     assert isinstance(cbs.MergeAllSummaries(period=3), cbs.Callback)
+
+
+TOP_LEVEL = ([(n, f"trainbus.callbacks.{n}") for n, _ in CALLBACKS]
+             + [(n, f"trainbus.callbacks.{n}") for n in ("Callback", "HyperParam")]
+             + [(n, f"trainbus.train.{n}") for n, _ in TRAIN] + [("StopTraining", "trainbus.train.StopTraining")]
+             + [(n.rsplit(".", 1)[1], f"trainbus.tfutils.{n}") for n, _ in TFUTILS
+                if n.startswith("sessinit.")])
+
+
+@pytest.mark.parametrize("name,path", TOP_LEVEL, ids=[n for n, _ in TOP_LEVEL])
+def test_top_level_name(name: str, path: str) -> None:
+    """``trainbus.<Name>`` is the same object as its documented module path (tensorpack.<Name>)."""
+    import trainbus
+
+    assert getattr(trainbus, name) is _resolve(path)
+    assert name in trainbus.__all__
+
+
+STAR = r"""
+import sys
+import trainbus
+names = trainbus.__all__
+# computing __all__ reads entry-point metadata only: no TensorFlow, no plugin module
+assert not [m for m in sys.modules if m.split('.')[0] == 'tensorflow'], 'TF imported by __all__'
+assert not [m for m in sys.modules if m.startswith('trainbus_')], 'a plugin imported by __all__'
+ns = {}
+exec('from trainbus import *', ns)
+missing = [n for n in EXPECTED if n not in ns]
+assert not missing, missing
+assert ns['ModelSaver'] is trainbus.callbacks.ModelSaver
+assert ns['SimpleTrainer'] is trainbus.train.SimpleTrainer
+assert ns['callbacks'] is trainbus.callbacks and ns['tfutils'] is trainbus.tfutils
+print('OK', len(names))
+"""
+
+
+def test_star_import_brings_every_documented_name() -> None:
+    import subprocess
+    import sys
+
+    expected = sorted({n for n, _ in TOP_LEVEL} | {"TrainConfig", "ModelDesc", "launch_train_with_config",
+                                                   "TowerContext", "PredictConfig", "QueueInput", "FeedInput",
+                                                   "DataFlow", "logger", "hookimpl"})
+    code = f"EXPECTED = {expected!r}\n" + STAR
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().startswith("OK")

@@ -19,8 +19,11 @@ from trainbus.hookspecs import hookimpl, hookspec
 
 __version__ = "0.1.0"
 
-__all__ = ["hookimpl", "hookspec", "StopTraining", "PluginConflictError", "PluginLoadError", "PluginAPIVersionError",
-           "PLUGIN_API_VERSION", "__version__"]
+# Names bound at import. ``__all__`` itself is computed on access (``__getattr__`` below), so
+# ``import trainbus`` reads no entry-point metadata while ``from trainbus import *`` still
+# gets every name, plugins included.
+_CORE_ALL = ["hookimpl", "hookspec", "StopTraining", "PluginConflictError", "PluginLoadError", "PluginAPIVersionError",
+             "PLUGIN_API_VERSION", "__version__"]
 
 _LAZY_MODULES = {
     "callbacks", "train", "tfutils", "dataflow", "input_source", "predict", "utils", "models", "testing", "hookspecs",
@@ -51,7 +54,23 @@ _LAZY = {
 _plugin_getattr, _plugin_dir = _registry.make_module_getattr(__name__, _registry.NAME_GROUPS, globals())
 
 
+#: the subpackages ``from trainbus import *`` binds (as ``from tensorpack import *`` does)
+_STAR_MODULES = ("callbacks", "train", "tfutils", "dataflow", "input_source", "predict", "utils", "models")
+
+
+def _star_names() -> list[str]:
+    """``__all__``: the core's names, its lazy names and subpackages, and every name an
+    installed plugin distribution declares (read from entry-point metadata, importing
+    nothing; ``import *`` then imports each on demand)."""
+    names = [*_CORE_ALL, *_STAR_MODULES, *_LAZY]
+    seen = set(names)
+    names += [n for n in _registry.installed_names(_registry.NAME_GROUPS) if n not in seen]
+    return names
+
+
 def __getattr__(name: str) -> Any:
+    if name == "__all__":
+        return _star_names()
     if name in _LAZY_MODULES:
         return importlib.import_module(f"{__name__}.{name}")
     if name in _LAZY:
