@@ -253,10 +253,17 @@ class TowerTensorHandle:
         return self.get_tensor(name)
 
     def get_variable(self, name: str) -> Any:
-        """A variable of this tower by its name without the tower's variable scope."""
+        """A variable of this tower by its name without the tower's variable scope: the
+        ``tf.Variable`` itself when the graph has one of that name (so ``sess.run`` gives its
+        value, also for resource variables), else the tensor of that name."""
         name = get_op_tensor_name(name)[1]
         full = f"{self.vs_name}/{name}" if self.vs_name else name
-        with self._graph().as_default():
+        graph = self._graph()
+        for key in (tf1.GraphKeys.GLOBAL_VARIABLES, tf1.GraphKeys.LOCAL_VARIABLES):
+            for v in graph.get_collection(key):
+                if v.name == full:
+                    return v
+        with graph.as_default():
             return get_op_or_tensor_by_name(full)
 
     def get_variables(self, names: Sequence[str]) -> list[Any]:
