@@ -48,12 +48,18 @@ class TrainingInterrupted(Exception):
     :ivar epoch: the epoch during which training stopped.
     :ivar global_step: the global step at the stop.
     :ivar exit_code: ``128 + signum``, the conventional exit status for a script.
+    :ivar origin: ``None`` when this process received the signal; in a multi-process job
+        (Horovod, distributed runtime) the process that did, when it was another one.
     """
 
-    def __init__(self, signame: str, epoch: int, global_step: int, signum: int | None = None) -> None:
-        super().__init__(f"training interrupted by {signame} at epoch {epoch}, global step {global_step}; "
+    def __init__(self, signame: str, epoch: int, global_step: int, signum: int | None = None,
+                 origin: str | None = None) -> None:
+        where = f" received by {origin}" if origin else ""
+        super().__init__(f"training interrupted by {signame}{where} at epoch {epoch}, global step {global_step}; "
                          "callbacks finalized and files closed")
         self.signame = signame
+        #: None when this process received the signal; else who did (e.g. ``"rank 1"``)
+        self.origin = origin
         self.signum = int(signum) if signum is not None else int(getattr(signal, signame, signal.SIGTERM))
         self.epoch = epoch
         self.global_step = global_step
@@ -74,6 +80,15 @@ def install_interrupt_excepthook() -> None:
         previous(etype, value, tb)
 
     sys.excepthook = hook
+
+
+def signum_of_reason(reason: str | None) -> int | None:
+    """The signal number of a stop reason given by the signal handlers (``"signal SIGTERM"``),
+    else None. Multi-process trainers use it to tell the other processes which signal it was."""
+    if not reason or not reason.startswith("signal "):
+        return None
+    sig = getattr(signal, reason[len("signal "):].strip(), None)
+    return int(sig) if sig is not None else None
 
 
 class _Watcher(threading.Thread):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -11,6 +12,8 @@ import tensorflow as tf
 
 from trainbus.callbacks.base import Callback
 from trainbus.tfutils.tower import TowerFunc, TrainTowerContext
+from trainbus.train._signals import TrainingInterrupted, signum_of_reason
+from trainbus.train.base import HookedSession
 from trainbus.train.tower import SingleCostTrainer
 from trainbus.utils import logger
 
@@ -32,6 +35,25 @@ def _import_hvd() -> Any:
             "with tools/install_horovod.sh PATH/TO/python (builds horovod 0.28.1 with Gloo against the installed TF)."
         ) from e
     return hvd
+
+
+class _StopBarrier(Callback):
+    """After an agreed stop, every rank waits here (after the user's callbacks finished
+    ``after_train``, e.g. the chief's final checkpoint) until all ranks got here: a launcher
+    that ends the whole job when the first rank exits then cuts nobody's cleanup short."""
+
+    _chief_only = False
+
+    def _setup_graph(self) -> None:
+        with tf1.name_scope(None):
+            self._op = self.trainer.hvd.allreduce(tf.constant(0, tf.int32), name="trainbus_stop_barrier")
+
+    def _after_train(self) -> None:
+        if self.trainer._stop_agreed_at is not None:
+            self.trainer.sess.run(self._op)
+
+    def __str__(self) -> str:
+        return "HorovodStopBarrier"
 
 
 class _BroadcastEachEpoch(Callback):
@@ -99,6 +121,9 @@ class HorovodTrainer(SingleCostTrainer):
 
     #: re-broadcast rank 0's variables after every epoch
     BROADCAST_EVERY_EPOCH = True
+    #: the ranks agree on stop requests (signals, ``run_context.request_stop()``) every this
+    #: many steps, by an all-reduce fetched with the step (no extra ``Session.run``)
+    STOP_CHECK_EVERY = 1
 
     def __init__(self, average: bool = True, compression: Any = None) -> None:
         hvd = _import_hvd()
@@ -120,6 +145,13 @@ class HorovodTrainer(SingleCostTrainer):
         self.is_chief = self._rank == 0
         self._broadcast_op: Any = None
         self._varcheck: Any = None
+        # stop agreement: a local request is published with a step, every rank stops after it
+        self._stop_ph: Any = None
+        self._stop_agreed: Any = None
+        self._local_stop: str | None = None
+        self._steps_run = 0
+        self._peer_signal: tuple[int, int] | None = None
+        self._stop_agreed_at: int | None = None
         logger.info(f"HorovodTrainer: rank {self._rank} of {self._size} (local rank {self._local_rank} "
                     f"of {self._local_size}){' — chief' if self.is_chief else ''}.")
 
@@ -153,7 +185,85 @@ class HorovodTrainer(SingleCostTrainer):
             grads = self.allreduce(grads)
             opt = get_opt_fn()
             self.train_op = opt.apply_gradients(grads, name="train_op")
-        return [_BroadcastEachEpoch()] if self.BROADCAST_EVERY_EPOCH else []
+        extra: list = [_BroadcastEachEpoch()] if self.BROADCAST_EVERY_EPOCH else []
+        if self._size > 1:
+            self._build_stop_agreement()
+            extra.append(_StopBarrier())
+        return extra
+
+    # ---------------------------------------------------------------- stopping together
+    def _build_stop_agreement(self) -> None:
+        """A scalar fed with this rank's stop code (0 = go on) and its all-reduced maximum,
+        fetched along with the step: one int32 in the same Horovod cycle as the gradients."""
+        hvd = self.hvd
+        if self.STOP_CHECK_EVERY < 1:
+            raise ValueError(f"HorovodTrainer.STOP_CHECK_EVERY must be >= 1, got {self.STOP_CHECK_EVERY!r}")
+        with tf1.name_scope(None), tf1.name_scope("trainbus_stop"):
+            self._stop_ph = tf1.placeholder_with_default(tf.constant(0, tf.int32), [], name="local")
+            self._stop_agreed = hvd.allreduce(self._stop_ph, op=hvd.Max, name="trainbus_stop_agreed")
+
+    def request_stop(self, reason: str = "requested") -> None:
+        """Ask every rank to stop: the request travels with the next step's all-reduce (every
+        ``STOP_CHECK_EVERY`` steps), and all ranks stop after that same step. With one rank,
+        stop after the current step."""
+        if self._stop_agreed is None:
+            super().request_stop(reason)
+        elif self._local_stop is None or signum_of_reason(reason) is not None:
+            self._local_stop = reason
+
+    def _stop_code(self) -> int:
+        """0, or ``kind * 4096 + rank + 1``: kind is the signal number, 1 for other requests;
+        the maximum over the ranks names a signal if any rank received one."""
+        reason = self._local_stop
+        if reason is None:
+            return 0
+        return (signum_of_reason(reason) or 1) * 4096 + self._rank + 1
+
+    def initialize_hooks(self) -> None:
+        if self._stop_agreed is None:
+            super().initialize_hooks()
+        else:
+            self.hooked_sess = _AgreeingHookedSession(self.sess, self, self._bus, self._step_incr_op)
+
+    def run_step(self) -> None:
+        if self._stop_agreed is None:
+            return super().run_step()
+        hooked = self.hooked_sess
+        if hooked._stop:
+            # a callback's run_context.request_stop() on this rank: agree on it like any request
+            hooked._stop = False
+            if self._local_stop is None:
+                self._local_stop = f"a session hook requested stop on rank {self._rank}"
+        self._steps_run += 1
+        if self._steps_run % self.STOP_CHECK_EVERY:
+            hooked.run(self.train_op)
+            return None
+        _, agreed = hooked.run([self.train_op, self._stop_agreed], feed_dict={self._stop_ph: self._stop_code()})
+        agreed = int(agreed)
+        if agreed and self._stop_reason is None:
+            kind, rank = divmod(agreed, 4096)
+            rank -= 1
+            if kind > 1:
+                name = signal.Signals(kind).name
+                if rank != self._rank:
+                    self._peer_signal = (kind, rank)
+                self._stop_reason = (f"signal {name}" if rank == self._rank else f"signal {name} received by rank {rank}")
+            else:
+                self._stop_reason = self._local_stop if rank == self._rank else f"rank {rank} requested a stop"
+            self._stop_agreed_at = self.global_step
+            logger.info(f"HorovodTrainer: every rank stops after global step {self.global_step} ({self._stop_reason}).")
+        return None
+
+    def train(self, *args: Any, **kwargs: Any) -> None:
+        """As ``Trainer.train``; when another rank received SIGINT/SIGTERM and every rank
+        stopped, this rank raises :class:`~trainbus.train.TrainingInterrupted` too (with
+        ``origin`` naming that rank), so that every process of the job exits non-zero."""
+        self._peer_signal = None
+        super().train(*args, **kwargs)
+        if self._peer_signal is not None:
+            signum, rank = self._peer_signal
+            raise TrainingInterrupted(signal.Signals(signum).name, self.epoch_num, self.global_step, signum,
+                                      origin=f"rank {rank}")
 
     def setup_callbacks(self, callbacks: Any, monitors: Any) -> None:
         super().setup_callbacks(callbacks, monitors)
@@ -162,6 +272,11 @@ class HorovodTrainer(SingleCostTrainer):
             self._varcheck = self._build_variable_check()
             self._nr_vars = len(tf1.global_variables())
             self._broadcast_op = self.hvd.broadcast_global_variables(0)
+            if self._size > 1:
+                # rank 0's starting_epoch, so that resuming works when only rank 0 has a log
+                # directory (global_step travels with the global variables)
+                self._epoch_ph = tf1.placeholder(tf.int64, [], name="trainbus_starting_epoch")
+                self._epoch_bcast = self.hvd.broadcast(self._epoch_ph, 0, name="trainbus_starting_epoch_bcast")
 
     def _build_variable_check(self) -> Any:
         lines = variable_signature(tf1.global_variables())
@@ -203,6 +318,15 @@ class HorovodTrainer(SingleCostTrainer):
             logger.info(f"Broadcasting {self._nr_vars} global variables from rank 0 ({when}) ...")
         self.sess.run(self._broadcast_op)
 
+    def main_loop(self, steps_per_epoch: int, starting_epoch: int, max_epoch: int) -> None:
+        if self._size > 1 and self.sess is not None:
+            chief_epoch = int(self.sess.run(self._epoch_bcast, feed_dict={self._epoch_ph: int(starting_epoch)}))
+            if chief_epoch != starting_epoch:
+                logger.info(f"HorovodTrainer (rank {self._rank}): starting at epoch {chief_epoch} like rank 0 "
+                            f"(this rank was given starting_epoch={starting_epoch}).")
+            starting_epoch = chief_epoch
+        super().main_loop(steps_per_epoch, starting_epoch, max_epoch)
+
     def initialize(self, session_creator: Any, session_init: Any) -> None:
         config = getattr(session_creator, "config", None)
         if config is not None:
@@ -214,6 +338,15 @@ class HorovodTrainer(SingleCostTrainer):
         self._check_variables()
         # rank 0 has initialized (and restored); everyone starts from its values
         self._run_broadcast("after initialization")
+
+
+class _AgreeingHookedSession(HookedSession):
+    """A callback's ``run_context.request_stop()`` does not stop this rank alone (its peers
+    would wait for it in the next all-reduce): ``HorovodTrainer.run_step`` turns it into a
+    request that every rank agrees on."""
+
+    def should_stop(self) -> bool:
+        return False
 
 
 def _configure_session(config: Any, local_rank: int, local_size: int) -> None:

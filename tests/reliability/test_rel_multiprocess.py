@@ -1,0 +1,205 @@
+"""Guarantee 1 with several processes: a signal to ONE rank (or to ``horovodrun``) stops
+every rank after the same step; resuming a Horovod job whose log directory only rank 0 has.
+
+Real jobs: ``horovodrun --gloo -np 2`` running ``rel_hvd_worker.py``, and a ps + 2 workers
+cluster on 127.0.0.1 running ``rel_dist_worker.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+HERE = Path(__file__).resolve().parent
+HVD_WORKER = HERE / "rel_hvd_worker.py"
+DIST_WORKER = HERE / "rel_dist_worker.py"
+HOROVODRUN = Path(sys.executable).with_name("horovodrun")
+#: from the signal to the last process gone (the ranks finish a step, run after_train and
+#: the chief writes a checkpoint: a few seconds; the bound proves nothing waits forever)
+STOP_LIMIT = 20.0
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
+
+
+def _env(**extra: str) -> dict:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
+    env.update(extra)
+    return env
+
+
+def _wait_files(paths: list[Path], timeout: float, procs: list[subprocess.Popen]) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if all(p.exists() for p in paths):
+            return
+        for pr in procs:
+            if pr.poll() is not None:
+                raise AssertionError(f"a process ended (rc={pr.returncode}) before {[str(p) for p in paths]} existed")
+        time.sleep(0.05)
+    raise AssertionError(f"{[str(p) for p in paths if not p.exists()]} did not appear within {timeout} s")
+
+
+def _leftovers(marker: str) -> list[psutil.Process]:
+    found = []
+    for p in psutil.process_iter(["pid", "cmdline", "status"]):
+        try:
+            if marker in " ".join(p.info["cmdline"] or []) and p.info["status"] != psutil.STATUS_ZOMBIE:
+                found.append(p)
+        except psutil.Error:
+            pass
+    return found
+
+
+def _assert_nothing_left(marker: str) -> None:
+    deadline = time.monotonic() + 5
+    left = _leftovers(marker)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = _leftovers(marker)
+    for p in left:
+        p.kill()
+    assert not left, f"processes left running: {[p.info for p in left]}"
+
+
+def _read(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+# ---------------------------------------------------------------------------- Horovod
+
+
+class HvdJob:
+    def __init__(self, out: Path, scenario: str, **env: str) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        self.out = out
+        self.log = open(out / f"job-{scenario}.log", "wb")
+        cmd = [str(HOROVODRUN), "--gloo", "-np", "2", "-H", "localhost:2", sys.executable, str(HVD_WORKER),
+               str(out), scenario]
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=_env(**env),
+                                     start_new_session=True)
+
+    def wait(self, timeout: float) -> tuple[int, str]:
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+            self.log.close()
+            raise AssertionError(f"the job did not end within {timeout} s:\n{self.text()[-4000:]}")
+        self.log.close()
+        return self.proc.returncode, self.text()
+
+    def text(self) -> str:
+        return Path(self.log.name).read_text(errors="replace")
+
+    def rank_pid(self, rank: int) -> int:
+        return int((self.out / f"ready_rank{rank}").read_text())
+
+
+def _hvd_stopped(out: Path, rc: int, log: str, took: float, signame: str, signalled: str) -> tuple[dict, dict]:
+    assert took < STOP_LIMIT, f"stopping took {took:.1f} s"
+    assert rc != 0, log[-3000:]
+    e0, e1 = _read(out / "end_rank0.json"), _read(out / "end_rank1.json")
+    # every rank ran after_train, after the same step
+    assert e0 == e1, (e0, e1)
+    assert e0["global_step"] >= 1
+    lines = [ln for ln in log.splitlines() if "trainbus: training interrupted by" in ln]
+    # one line per rank; the one that did not receive the signal names the one that did
+    assert len(lines) == 2, log[-3000:]
+    assert all(f"by {signame}" in ln and f"global step {e0['global_step']}" in ln for ln in lines), lines
+    assert sum(f"received by {signalled}" in ln for ln in lines) == (0 if signalled == "all" else 1), lines
+    # no traceback from the ranks (horovodrun itself reports the non-zero exits its own way)
+    assert not [ln for ln in log.splitlines() if ln.startswith(("[0]", "[1]")) and "Traceback" in ln], log[-3000:]
+    # the chief's final checkpoint is at the stop step
+    ckpt = (out / "log" / "checkpoint").read_text()
+    assert f"model-{e0['global_step']}\"" in ckpt, ckpt
+    _assert_nothing_left(str(out))
+    return e0, e1
+
+
+@pytest.mark.parametrize("rank,sig", [(1, signal.SIGTERM), (0, signal.SIGINT)])
+def test_horovod_signal_to_one_rank_stops_every_rank(tmp_path, rank, sig):
+    out = tmp_path / "hvd"
+    job = HvdJob(out, "stop")
+    try:
+        _wait_files([out / "ready_rank0", out / "ready_rank1"], 50, [job.proc])
+        os.kill(job.rank_pid(rank), sig)
+        t0 = time.monotonic()
+        rc, log = job.wait(STOP_LIMIT + 10)
+        took = time.monotonic() - t0
+    finally:
+        if job.proc.poll() is None:
+            os.killpg(job.proc.pid, signal.SIGKILL)
+    _hvd_stopped(out, rc, log, took, signal.Signals(sig).name, f"rank {rank}")
+    assert f"[{1 - rank}]<stderr>:trainbus: training interrupted by {signal.Signals(sig).name} received by rank {rank}" in log
+
+
+def test_horovod_signal_to_horovodrun_stops_every_rank(tmp_path):
+    out = tmp_path / "hvdrun"
+    job = HvdJob(out, "stop")
+    try:
+        _wait_files([out / "ready_rank0", out / "ready_rank1"], 50, [job.proc])
+        job.proc.send_signal(signal.SIGINT)
+        t0 = time.monotonic()
+        rc, log = job.wait(STOP_LIMIT + 10)
+        took = time.monotonic() - t0
+    finally:
+        if job.proc.poll() is None:
+            os.killpg(job.proc.pid, signal.SIGKILL)
+    assert rc != 0
+    assert took < STOP_LIMIT
+    e0, e1 = _read(out / "end_rank0.json"), _read(out / "end_rank1.json")
+    assert e0 == e1, (e0, e1)
+    ckpt = (out / "log" / "checkpoint").read_text()
+    assert f"model-{e0['global_step']}\"" in ckpt, ckpt
+    _assert_nothing_left(str(out))
+
+
+def test_horovod_request_stop_on_one_rank_stops_every_rank_after_the_same_step(tmp_path):
+    out = tmp_path / "hook"
+    rc, log = HvdJob(out, "hook-stop").wait(90)
+    assert rc == 0, log[-3000:]
+    e0, e1 = _read(out / "end_rank0.json"), _read(out / "end_rank1.json")
+    # requested after step 7 on rank 1: agreed with step 8, every rank stops after it
+    assert e0 == e1 == {"epoch": 2, "global_step": 8}, (e0, e1)
+    assert "every rank stops after global step 8 (rank 1 requested a stop)" in log
+    _assert_nothing_left(str(out))
+
+
+def test_horovod_resume_when_only_the_chief_has_a_log_dir(tmp_path):
+    out = tmp_path / "resume"
+    job = HvdJob(out, "stop")
+    try:
+        _wait_files([out / "ready_rank0", out / "ready_rank1"], 50, [job.proc])
+        time.sleep(0.5)
+        os.kill(job.rank_pid(1), signal.SIGTERM)
+        rc, log = job.wait(STOP_LIMIT + 10)
+    finally:
+        if job.proc.poll() is None:
+            os.killpg(job.proc.pid, signal.SIGKILL)
+    assert rc != 0
+    stopped = _read(out / "end_rank0.json")
+    step = stopped["global_step"]
+    epoch = step // 5 + 1  # the epoch after the last one the checkpoint completed
+    for f in out.glob("*_rank*"):
+        f.unlink()
+    rc, log = HvdJob(out, "resume", REL_MAX_EPOCH=str(epoch + 1)).wait(90)
+    assert rc == 0, log[-3000:]
+    own0, own1 = _read(out / "own_rank0.json"), _read(out / "own_rank1.json")
+    assert own0["starting_epoch"] == epoch and own1["starting_epoch"] == 1  # rank 1 alone knows nothing
+    b0, b1 = _read(out / "begin_rank0.json"), _read(out / "begin_rank1.json")
+    assert (b0["starting_epoch"], b0["global_step"]) == (epoch, step)
+    assert (b1["starting_epoch"], b1["global_step"]) == (epoch, step)
+    e0, e1 = _read(out / "end_rank0.json"), _read(out / "end_rank1.json")
+    assert e0 == e1 == {"epoch": epoch + 1, "global_step": step + 10}
+    assert not (out / "log1").exists()
+    _assert_nothing_left(str(out))
