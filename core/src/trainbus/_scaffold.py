@@ -38,7 +38,7 @@ def names_for(name: str) -> dict[str, str]:
 
 
 _PYPROJECT = '''[build-system]
-requires = ["setuptools>=64"]
+requires = ["setuptools>=77"]
 build-backend = "setuptools.build_meta"
 
 [project]
