@@ -203,3 +203,59 @@ def test_horovod_resume_when_only_the_chief_has_a_log_dir(tmp_path):
     assert e0 == e1 == {"epoch": epoch + 1, "global_step": step + 10}
     assert not (out / "log1").exists()
     _assert_nothing_left(str(out))
+
+
+# ---------------------------------------------------------------------------- distributed runtime
+
+
+def _free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+@pytest.mark.parametrize("trainer,target,sig", [("ps", "w1", signal.SIGTERM), ("replicated", "w0", signal.SIGINT),
+                                                ("ps", "ps", signal.SIGTERM)])
+def test_distributed_signal_to_one_process_stops_every_process(tmp_path, trainer, target, sig):
+    out = tmp_path / "dist"
+    out.mkdir()
+    ports = [str(p) for p in _free_ports(3)]
+    procs = {}
+    try:
+        for name, job, task in (("ps", "ps", 0), ("w0", "worker", 0), ("w1", "worker", 1)):
+            log = open(out / f"{name}.log", "wb")
+            procs[name] = subprocess.Popen([sys.executable, str(DIST_WORKER), str(out), trainer, job, str(task), *ports],
+                                           stdout=log, stderr=subprocess.STDOUT, env=_env(), start_new_session=True)
+        _wait_files([out / "ready_w0", out / "ready_w1"], 50, list(procs.values()))
+        os.kill(procs[target].pid, sig)
+        t0 = time.monotonic()
+        for p in procs.values():
+            p.wait(timeout=max(1.0, STOP_LIMIT - (time.monotonic() - t0)))
+        took = time.monotonic() - t0
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+    logs = {n: (out / f"{n}.log").read_text(errors="replace") for n in procs}
+    name = signal.Signals(sig).name
+    assert took < STOP_LIMIT
+    origin = {"w0": "worker 0", "w1": "worker 1", "ps": "a parameter server"}[target]
+    for n, p in procs.items():
+        assert p.returncode == 128 + int(sig), (n, p.returncode, logs[n][-3000:])
+        lines = [ln for ln in logs[n].splitlines() if ln.startswith("trainbus: training interrupted")]
+        assert len(lines) == 1 and f"by {name}" in lines[0], (n, logs[n][-3000:])
+        assert (f"received by {origin}" in lines[0]) == (n != target), lines
+        assert "Traceback" not in logs[n], logs[n][-3000:]
+    # every worker ran after_train; the chief's final checkpoint is at its last step
+    e0, e1 = _read(out / "end_w0.json"), _read(out / "end_w1.json")
+    assert e0["global_step"] >= 1 and e1["global_step"] >= 1
+    ckpt = (out / "log" / "checkpoint").read_text()
+    assert f"model_checkpoint_path: \"model-{e0['global_step']}\"" in ckpt, ckpt
+    assert "all 2 workers finished" in logs["ps"]
+    _assert_nothing_left(str(out))

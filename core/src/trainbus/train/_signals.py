@@ -45,18 +45,19 @@ class TrainingInterrupted(Exception):
 
     :ivar signame: ``"SIGINT"`` or ``"SIGTERM"``.
     :ivar signum: the signal number.
-    :ivar epoch: the epoch during which training stopped.
-    :ivar global_step: the global step at the stop.
+    :ivar epoch: the epoch during which training stopped (None in a process that does not
+        train, e.g. a parameter server).
+    :ivar global_step: the global step at the stop (None likewise).
     :ivar exit_code: ``128 + signum``, the conventional exit status for a script.
     :ivar origin: ``None`` when this process received the signal; in a multi-process job
         (Horovod, distributed runtime) the process that did, when it was another one.
     """
 
-    def __init__(self, signame: str, epoch: int, global_step: int, signum: int | None = None,
+    def __init__(self, signame: str, epoch: int | None, global_step: int | None, signum: int | None = None,
                  origin: str | None = None) -> None:
         where = f" received by {origin}" if origin else ""
-        super().__init__(f"training interrupted by {signame}{where} at epoch {epoch}, global step {global_step}; "
-                         "callbacks finalized and files closed")
+        at = f" at epoch {epoch}, global step {global_step}" if epoch is not None else ""
+        super().__init__(f"training interrupted by {signame}{where}{at}; callbacks finalized and files closed")
         self.signame = signame
         #: None when this process received the signal; else who did (e.g. ``"rank 1"``)
         self.origin = origin

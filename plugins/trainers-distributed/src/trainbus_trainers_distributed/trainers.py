@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import signal
 import time
 from typing import Any, Callable, Iterator
 
@@ -13,6 +14,7 @@ import tensorflow as tf
 from trainbus.callbacks.base import Callback
 from trainbus.tfutils.common import get_global_step_var
 from trainbus.tfutils.tower import TowerFunc
+from trainbus.train._signals import TrainingInterrupted, signum_of_reason
 from trainbus.train.tower import SingleCostTrainer
 from trainbus.utils import logger
 
@@ -32,6 +34,29 @@ __all__ = ["DistributedTrainerBase", "DistributedTrainerParameterServer", "Distr
 #: name of the global variable the chief initializes last: its being initialized tells the
 #: other workers that initialization (and any restore) is complete
 INIT_DONE_FLAG = "trainbus_chief_init_done"
+#: name of the variable on ps task 0 through which the workers agree to stop: one int32 per
+#: worker (0, the number of the signal it received, 1 for another request, or
+#: ``PS_SIGNAL + signum`` when a ps task received the signal). It is in no collection, so
+#: checkpoints never hold it.
+STOP_VAR = "trainbus_stop_request"
+PS_SIGNAL = 1000
+
+
+def _stop_variable(nr_workers: int) -> Any:
+    with tf1.device("/job:ps/task:0"), tf1.name_scope(None):
+        return tf1.Variable(tf.zeros([nr_workers], tf.int32), name=STOP_VAR, trainable=False, collections=[],
+                            use_resource=False)
+
+
+def _describe_stop(codes: Any) -> tuple[int, int] | None:
+    """``(kind, worker)`` of the request that names a stop: a signalled worker first (lowest
+    task), else the lowest requesting worker; None when nobody asked."""
+    kinds = [int(k) for k in codes]
+    for pick in ((lambda k: k > 1), (lambda k: k != 0)):
+        for task, k in enumerate(kinds):
+            if pick(k):
+                return k, task
+    return None
 
 
 def _done_queue(ps_task: int, nr_workers: int) -> Any:
@@ -61,17 +86,70 @@ def serve_parameter_server(server: Any, timeout: float | None = None) -> None:
     g = tf.Graph()
     with g.as_default():
         deq = _done_queue(task, nr_workers).dequeue()
+        # the workers' stop vector (same name on ps task 0: the same variable)
+        stop_var = _stop_variable(nr_workers)
+        code_ph = tf1.placeholder(tf.int32, [nr_workers])
+        ask_stop = tf1.assign(stop_var, tf.maximum(stop_var, code_ph))
+        read_stop = tf.identity(stop_var)
     logger.info(f"Parameter server task {task} is serving; waiting for {nr_workers} workers to finish ...")
-    opts = tf1.RunOptions(timeout_in_ms=int(timeout * 1000)) if timeout else None
-    with tf1.Session(server.target, graph=g) as sess:
-        for i in range(nr_workers):
-            try:
-                sess.run(deq, options=opts)
-            except tf.errors.DeadlineExceededError:
-                logger.warning(f"Parameter server task {task}: only {i} of {nr_workers} workers reported done "
-                               f"within {timeout} s; stopping anyway.")
-                return
+    received: list[int] = []
+
+    def on_signal(signum: int, frame: Any) -> None:
+        if received:  # a second signal: the default action, now
+            signal.signal(signum, signal.SIG_DFL)
+            signal.raise_signal(signum)
+        received.append(signum)
+
+    previous = {}
+    if threading_is_main():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(sig) not in (signal.SIG_IGN, None):
+                previous[sig] = signal.signal(sig, on_signal)
+    # short waits, so that a signal is acted on within half a second
+    poll = tf1.RunOptions(timeout_in_ms=500)
+    deadline = time.monotonic() + timeout if timeout else None
+    asked = False
+    try:
+        with tf1.Session(server.target, graph=g) as sess:
+            done = 0
+            while done < nr_workers:
+                if received and not asked:
+                    name = signal.Signals(received[0]).name
+                    try:
+                        sess.run(ask_stop, feed_dict={code_ph: [PS_SIGNAL + received[0]] * nr_workers}, options=poll)
+                        asked = True
+                        logger.warning(f"Parameter server task {task}: received {name}; asked every worker to stop "
+                                       "after its current step.")
+                    except tf.errors.OpError:
+                        pass  # the workers have not initialized the variables yet: try again
+                try:
+                    sess.run(deq, options=poll)
+                    done += 1
+                except tf.errors.DeadlineExceededError:
+                    if deadline is not None and time.monotonic() > deadline:
+                        logger.warning(f"Parameter server task {task}: only {done} of {nr_workers} workers reported "
+                                       f"done within {timeout} s; stopping anyway.")
+                        return
+            stop = None
+            if task == 0:
+                try:
+                    stop = _describe_stop(sess.run(read_stop, options=poll))
+                except tf.errors.OpError:
+                    stop = None
+    finally:
+        for sig, h in previous.items():
+            signal.signal(sig, h)
     logger.info(f"Parameter server task {task}: all {nr_workers} workers finished.")
+    if received:
+        raise TrainingInterrupted(signal.Signals(received[0]).name, None, None, received[0])
+    if stop is not None and 1 < stop[0] < PS_SIGNAL:
+        raise TrainingInterrupted(signal.Signals(stop[0]).name, None, None, stop[0], origin=f"worker {stop[1]}")
+
+
+def threading_is_main() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
 
 
 class _ReportDone(Callback):
@@ -153,6 +231,10 @@ class DistributedTrainerBase(SingleCostTrainer):
         super().__init__()
         #: worker task 0 is the chief
         self.is_chief = job == "worker" and task == 0
+        self._stop_read: Any = None
+        self._local_stop: str | None = None
+        self._stop_published = False
+        self._peer_signal: tuple[int, int] | None = None
         self._worker_device = f"/job:worker/task:{task}"
         kind = "gpu" if gpus_available() > 0 else "cpu"
         self._raw_devices = [f"{self._worker_device}/{kind}:{i}" for i in self.devices]
@@ -180,7 +262,13 @@ class DistributedTrainerBase(SingleCostTrainer):
         if self.job_name == "ps":
             serve_parameter_server(self.server)
             return
+        self._peer_signal = None
         super().train(callbacks, monitors, session_creator, session_init, steps_per_epoch, starting_epoch, max_epoch)
+        if self._peer_signal is not None:
+            # every process of the job ends the same way: non-zero, with one line
+            signum, task = self._peer_signal
+            raise TrainingInterrupted(signal.Signals(signum).name, self.epoch_num, self.global_step, signum,
+                                      origin=f"worker {task}" if task >= 0 else "a parameter server")
 
     def train_with_config(self, config: Any) -> None:
         if self.job_name == "ps":
@@ -196,6 +284,13 @@ class DistributedTrainerBase(SingleCostTrainer):
                 tf1.get_variable(INIT_DONE_FLAG, shape=[], dtype=tf.bool, initializer=tf1.ones_initializer(),
                                  trainable=False, use_resource=False)
         done_ops = [_done_queue(i, self.num_worker).enqueue([tf.constant(self.task_index)]) for i in range(self.num_ps)]
+        # stop agreement: read along with every step; written once, by a worker asked to stop
+        self._stop_var = _stop_variable(self.num_worker)
+        with tf1.device("/job:ps/task:0"):
+            self._stop_read = tf.identity(self._stop_var, name="trainbus_stop_read")
+            self._stop_code = tf1.placeholder(tf.int32, [], name="trainbus_stop_code")
+            self._stop_write = tf1.scatter_update(self._stop_var, [self.task_index],
+                                                  tf.reshape(self._stop_code, [1]), name="trainbus_stop_write")
         cbs = self._build_training(input, get_cost_fn, get_opt_fn)
         return list(cbs) + [_ReportDone(done_ops)]
 
@@ -224,7 +319,44 @@ class DistributedTrainerBase(SingleCostTrainer):
         super()._after_session_init()
         if self.is_chief:
             flag = [v for v in tf1.global_variables() if v.op.name == INIT_DONE_FLAG][0]
+            # the stop vector before the flag: the other workers wait for the flag
+            self.sess.run(self._stop_var.initializer)
             self.sess.run(flag.initializer)
+
+    # ---------------------------------------------------------------- stopping together
+    def request_stop(self, reason: str = "requested") -> None:
+        """Ask every worker to stop: this worker writes its request into a vector on ps task
+        0 before its next step, and every worker reads that vector along with each step, so
+        each stops after its next step (workers are not synchronized: their last steps
+        differ). A signal to a ps task asks every worker the same way."""
+        if self._stop_read is None:
+            super().request_stop(reason)
+        elif self._local_stop is None or signum_of_reason(reason) is not None:
+            self._local_stop = reason
+
+    def run_step(self) -> None:
+        if self._stop_read is None:
+            return super().run_step()
+        if self._local_stop is not None and not self._stop_published:
+            self.sess.run(self._stop_write, feed_dict={self._stop_code: signum_of_reason(self._local_stop) or 1})
+            self._stop_published = True
+        _, codes = self.hooked_sess.run([self.train_op, self._stop_read])
+        if self._stop_reason is None and codes.any():
+            kind, task = _describe_stop(codes)
+            mine = int(codes[self.task_index]) if self.task_index < len(codes) else 0
+            if kind >= PS_SIGNAL:
+                kind, task, mine = kind - PS_SIGNAL, -1, 0
+            if kind > 1:
+                name = signal.Signals(kind).name
+                who = f"worker {task}" if task >= 0 else "a parameter server"
+                if mine <= 1:
+                    self._peer_signal = (kind, task)
+                self._stop_reason = f"signal {name}" if mine > 1 else f"signal {name} received by {who}"
+            else:
+                self._stop_reason = self._local_stop if mine else f"worker {task} requested a stop"
+            logger.info(f"{type(self).__name__}: worker {self.task_index} stops after global step "
+                        f"{self.global_step} ({self._stop_reason}).")
+        return None
 
 
 class DistributedTrainerParameterServer(DistributedTrainerBase):

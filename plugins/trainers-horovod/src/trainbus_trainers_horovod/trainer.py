@@ -121,9 +121,6 @@ class HorovodTrainer(SingleCostTrainer):
 
     #: re-broadcast rank 0's variables after every epoch
     BROADCAST_EVERY_EPOCH = True
-    #: the ranks agree on stop requests (signals, ``run_context.request_stop()``) every this
-    #: many steps, by an all-reduce fetched with the step (no extra ``Session.run``)
-    STOP_CHECK_EVERY = 1
 
     def __init__(self, average: bool = True, compression: Any = None) -> None:
         hvd = _import_hvd()
@@ -149,7 +146,6 @@ class HorovodTrainer(SingleCostTrainer):
         self._stop_ph: Any = None
         self._stop_agreed: Any = None
         self._local_stop: str | None = None
-        self._steps_run = 0
         self._peer_signal: tuple[int, int] | None = None
         self._stop_agreed_at: int | None = None
         logger.info(f"HorovodTrainer: rank {self._rank} of {self._size} (local rank {self._local_rank} "
@@ -168,15 +164,33 @@ class HorovodTrainer(SingleCostTrainer):
         return self._local_rank
 
     def allreduce(self, grads: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
-        """All-reduce ``[(grad, var)]`` over the ranks (average or sum)."""
+        """All-reduce ``[(grad, var)]`` over the ranks (average or sum).
+
+        The ranks' stop requests travel in the same all-reduce: a vector with one entry
+        per rank is appended to the first dense floating-point gradient and split off after
+        the reduction, so agreeing on a stop costs no extra collective operation."""
         if self._size == 1:
             return grads
         hvd = self.hvd
         op = hvd.Average if self._average else hvd.Sum
         out = []
+        carrier = next((i for i, (g, _) in enumerate(grads) if isinstance(g, tf.Tensor) and g.dtype.is_floating
+                        and g.shape.is_fully_defined()), None)
+        with tf1.name_scope(None), tf1.name_scope("trainbus_stop"):
+            self._stop_ph = tf1.placeholder_with_default(np.zeros([self._size], np.float32), [self._size], name="local")
         with tf1.name_scope("HorovodAllReduce"):
-            for g, v in grads:
-                out.append((hvd.allreduce(g, op=op, compression=self._compression), v))
+            for i, (g, v) in enumerate(grads):
+                if i != carrier:
+                    out.append((hvd.allreduce(g, op=op, compression=self._compression), v))
+                    continue
+                n = g.shape.num_elements()
+                packed = tf.concat([tf.reshape(g, [-1]), tf.cast(self._stop_ph, g.dtype)], 0)
+                reduced = hvd.allreduce(packed, op=op, compression=self._compression)
+                out.append((tf.reshape(reduced[:n], g.shape), v))
+                stop = tf.cast(reduced[n:], tf.float32)
+                self._stop_agreed = stop * float(self._size) if self._average else stop
+        if carrier is None:  # no dense floating gradient: a separate (tiny) all-reduce
+            self._stop_agreed = hvd.allreduce(self._stop_ph, op=hvd.Sum, name="trainbus_stop_agreed")
         return out
 
     def _setup_graph(self, input: Any, get_cost_fn: TowerFunc, get_opt_fn: Callable[[], Any]) -> list:
@@ -187,37 +201,27 @@ class HorovodTrainer(SingleCostTrainer):
             self.train_op = opt.apply_gradients(grads, name="train_op")
         extra: list = [_BroadcastEachEpoch()] if self.BROADCAST_EVERY_EPOCH else []
         if self._size > 1:
-            self._build_stop_agreement()
             extra.append(_StopBarrier())
         return extra
 
     # ---------------------------------------------------------------- stopping together
-    def _build_stop_agreement(self) -> None:
-        """A scalar fed with this rank's stop code (0 = go on) and its all-reduced maximum,
-        fetched along with the step: one int32 in the same Horovod cycle as the gradients."""
-        hvd = self.hvd
-        if self.STOP_CHECK_EVERY < 1:
-            raise ValueError(f"HorovodTrainer.STOP_CHECK_EVERY must be >= 1, got {self.STOP_CHECK_EVERY!r}")
-        with tf1.name_scope(None), tf1.name_scope("trainbus_stop"):
-            self._stop_ph = tf1.placeholder_with_default(tf.constant(0, tf.int32), [], name="local")
-            self._stop_agreed = hvd.allreduce(self._stop_ph, op=hvd.Max, name="trainbus_stop_agreed")
-
     def request_stop(self, reason: str = "requested") -> None:
-        """Ask every rank to stop: the request travels with the next step's all-reduce (every
-        ``STOP_CHECK_EVERY`` steps), and all ranks stop after that same step. With one rank,
-        stop after the current step."""
+        """Ask every rank to stop: the request travels with the next step's all-reduce and
+        every rank stops after that same step. With one rank, stop after the current step."""
         if self._stop_agreed is None:
             super().request_stop(reason)
         elif self._local_stop is None or signum_of_reason(reason) is not None:
             self._local_stop = reason
 
-    def _stop_code(self) -> int:
-        """0, or ``kind * 4096 + rank + 1``: kind is the signal number, 1 for other requests;
-        the maximum over the ranks names a signal if any rank received one."""
+    def _stop_feed(self) -> dict:
+        """Nothing to feed (the default is all zeros), or this rank's entry of the stop
+        vector: the signal number for a signal, 1 for another request."""
         reason = self._local_stop
         if reason is None:
-            return 0
-        return (signum_of_reason(reason) or 1) * 4096 + self._rank + 1
+            return {}
+        vec = np.zeros([self._size], np.float32)
+        vec[self._rank] = float(signum_of_reason(reason) or 1)
+        return {self._stop_ph: vec}
 
     def initialize_hooks(self) -> None:
         if self._stop_agreed is None:
@@ -234,20 +238,19 @@ class HorovodTrainer(SingleCostTrainer):
             hooked._stop = False
             if self._local_stop is None:
                 self._local_stop = f"a session hook requested stop on rank {self._rank}"
-        self._steps_run += 1
-        if self._steps_run % self.STOP_CHECK_EVERY:
-            hooked.run(self.train_op)
-            return None
-        _, agreed = hooked.run([self.train_op, self._stop_agreed], feed_dict={self._stop_ph: self._stop_code()})
-        agreed = int(agreed)
-        if agreed and self._stop_reason is None:
-            kind, rank = divmod(agreed, 4096)
-            rank -= 1
+        _, agreed = hooked.run([self.train_op, self._stop_agreed], feed_dict=self._stop_feed())
+        if self._stop_reason is None and agreed.any():
+            kinds = [int(round(float(k))) for k in agreed]
+            # the signalled rank (lowest first) names the stop; else the lowest requesting rank
+            rank = min((r for r, k in enumerate(kinds) if k > 1), default=None)
+            if rank is None:
+                rank = min(r for r, k in enumerate(kinds) if k)
+            kind = kinds[rank]
             if kind > 1:
                 name = signal.Signals(kind).name
-                if rank != self._rank:
+                if kinds[self._rank] <= 1:
                     self._peer_signal = (kind, rank)
-                self._stop_reason = (f"signal {name}" if rank == self._rank else f"signal {name} received by rank {rank}")
+                self._stop_reason = (f"signal {name}" if kinds[self._rank] > 1 else f"signal {name} received by rank {rank}")
             else:
                 self._stop_reason = self._local_stop if rank == self._rank else f"rank {rank} requested a stop"
             self._stop_agreed_at = self.global_step
