@@ -49,11 +49,19 @@ class TrainbusPluginManager(pluggy.PluginManager):
         if os.environ.get("TRAINBUS_TRACE_HOOKS"):
             self.trace.root.setwriter(lambda msg: log.info("hook trace: %s", msg.rstrip()))
             self.enable_tracing()
+            self._trainbus_tracing = True  # every hook call must go through pluggy to be traced
 
     def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
         from trainbus.callbacks.base import Callback
 
         if isinstance(plugin, Callback):
+            # trigger_step is the one per-step hook without arguments to normalize: pluggy calls
+            # the user's _trigger_step directly (one Python call less per callback and step);
+            # the trainer names the callback of an exception from the traceback instead
+            if name == "_trigger_step":
+                return dict(_DEFAULT_OPTS, specname="trigger_step") if "trigger_step" in plugin.hooks_used() else None
+            if name == "trigger_step":
+                return None
             # filter by name first: pluggy getattr()s every attribute, and properties such as
             # Callback.epoch_num need a trainer that is not attached yet
             if name not in plugin.hooks_used():

@@ -57,6 +57,25 @@ def _annotate(exc: BaseException, cb: object, hook: str) -> None:
         pass
 
 
+def annotate_from_traceback(exc: BaseException) -> None:
+    """Name the callback for an exception raised in a hook that calls the user's method
+    directly (``trigger_step`` runs ``_trigger_step`` with no wrapper, to keep steps cheap):
+    the deepest ``_trigger_step`` frame of a Callback in the traceback is the origin."""
+    if origin_of(exc) is not None or isinstance(exc, StopTraining):
+        return
+    found = None
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_name == "_trigger_step":
+            obj = frame.f_locals.get("self")
+            if isinstance(obj, Callback):
+                found = obj
+        tb = tb.tb_next
+    if found is not None:
+        _annotate(exc, found, "trigger_step")
+
+
 def origin_of(exc: BaseException) -> tuple[object, str] | None:
     """The ``(callback, hook)`` an exception was raised in, if it came from a callback."""
     return getattr(exc, "_trainbus_origin", None)

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Sequence
 from trainbus import hookspecs
 from trainbus._exceptions import StopTraining
 from trainbus._manager import TrainbusPluginManager
-from trainbus.callbacks.base import Callback, RunValuesByRequester, ensure_callback, origin_of
+from trainbus.callbacks.base import Callback, RunValuesByRequester, annotate_from_traceback, ensure_callback, origin_of
 from trainbus.callbacks.monitor import MonitorBase, Monitors
 from trainbus.tfutils import _tf
 from trainbus.utils import logger
@@ -60,6 +60,38 @@ class Bus:
             if name in _PER_STEP_HOOKS and not caller.get_hookimpls():
                 caller = None
             setattr(self, name, caller)
+        if self.trigger_step is not None:
+            self.trigger_step = _flat_dispatch(self.trigger_step, pm) or self.trigger_step
+
+
+def _flat_dispatch(caller: Any, pm: TrainbusPluginManager) -> Any:
+    """For a result-less hook fired every step: call its implementations in pluggy's order
+    from a plain tuple, without pluggy's per-call machinery. pluggy stays the registry and the
+    authority on order (``get_hookimpls``); falls back to the caller itself when an
+    implementation is a wrapper or takes arguments other than ``trainer``, or hooks are traced."""
+    impls = caller.get_hookimpls()
+    if getattr(pm, "_trainbus_tracing", False):
+        return None
+    plain = []
+    for impl in reversed(impls):  # pluggy calls the last one first
+        if impl.wrapper or impl.hookwrapper or set(impl.argnames) - {"trainer"}:
+            return None
+        plain.append((impl.function, "trainer" in impl.argnames))
+    no_args = tuple(f for f, needs in plain if not needs)
+    if len(no_args) == len(plain):
+        def call_all(trainer: Any = None) -> None:
+            for f in no_args:
+                f()
+        return call_all
+    ordered = tuple(plain)
+
+    def call_some(trainer: Any = None) -> None:
+        for f, needs in ordered:
+            if needs:
+                f(trainer)
+            else:
+                f()
+    return call_some
 
 
 class HookedSession:
@@ -152,7 +184,7 @@ class HookedSession:
                 values.options, values.run_metadata = options, run_metadata
                 if requests:
                     Values = self._Values
-                    for (req, _), res in zip(requests, out[2]):
+                    for (req, _), res in zip(requests, out[1]):
                         values[req] = Values(results=res, options=options, run_metadata=run_metadata)
                 self._ar(trainer=trainer, run_context=ctx, run_values=values)
             if ctx.stop_requested:
@@ -160,10 +192,11 @@ class HookedSession:
         return out[0]
 
     def _make_callable(self, fetches: Any, extra: tuple, feed_keys: tuple, with_options: bool) -> Any:
+        from trainbus.train._fastrun import make_step_callable
+
         if len(self._callables) >= self._MAX_CALLABLES:
             self._callables.clear()
-        structure = [fetches, self._incr if self._incr is not None else [], list(extra)]
-        fn = self.sess.make_callable(structure, feed_list=list(feed_keys), accept_options=with_options)
+        fn = make_step_callable(self.sess, fetches, extra, feed_keys, self._incr, with_options)
         key = (_fkey(fetches), tuple(_fkey(f) for f in extra), feed_keys, with_options)
         self._callables[key] = fn
         return fn
@@ -476,6 +509,7 @@ class Trainer:
                 raise
             except BaseException as e:
                 primary = e
+                annotate_from_traceback(e)
                 origin = origin_of(e)
                 if origin is not None:
                     logger.error(f"Training failed in callback {origin[0]} ({origin[1]}): {type(e).__name__}: {e}")
