@@ -27,7 +27,7 @@ HOROVODRUN = Path(sys.executable).with_name("horovodrun")
 #: the chief writes a checkpoint: a few seconds; the bound proves nothing waits forever)
 STOP_LIMIT = 20.0
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120), pytest.mark.cluster]
 
 
 def _env(**extra: str) -> dict:
@@ -209,14 +209,11 @@ def test_horovod_resume_when_only_the_chief_has_a_log_dir(tmp_path):
 
 
 def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+    # below the ephemeral range: a released ephemeral port can be taken by another process's
+    # outgoing connection before the server meant to listen on it binds it
+    from ports import free_ports as pick
+
+    return pick(n)
 
 
 @pytest.mark.parametrize("trainer,target,sig", [("ps", "w1", signal.SIGTERM), ("replicated", "w0", signal.SIGINT),

@@ -14,20 +14,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# these tests start real processes on local ports (see the root conftest.py)
+pytestmark = pytest.mark.cluster
+
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "dist_worker.py"
 LIMIT = 90.0
 
 
 def free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+    # below the ephemeral range: a released ephemeral port can be taken by another process's
+    # outgoing connection before the server meant to listen on it binds it
+    from ports import free_ports as pick
+
+    return pick(n)
 
 
 def run_cluster(out: Path, trainer: str, gpus: int = 1):

@@ -14,6 +14,9 @@ import numpy as np
 import psutil
 import pytest
 
+# these tests start real processes on local ports (see the root conftest.py)
+pytestmark = pytest.mark.cluster
+
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "hvd_worker.py"
 HOROVODRUN = Path(sys.executable).with_name("horovodrun")

@@ -1,0 +1,56 @@
+"""Fixtures shared by the whole suite (tests/ and plugins/*/tests/)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sys
+import tempfile
+
+import pytest
+
+# test support modules (fake distributions, ...) import as top-level modules
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests", "_support"))
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cluster: starts several processes talking over local ports "
+                                       "(TF servers, horovodrun); such tests run one at a time across xdist workers")
+
+
+@pytest.fixture()
+def logdir(tmp_path):
+    """A fresh trainbus log directory (``logger.set_logger_dir``), reset after the test."""
+    from trainbus.utils import logger
+
+    d = tmp_path / "log"
+    logger.set_logger_dir(str(d), action="k")
+    yield d
+    logger._reset_for_tests()
+
+
+@pytest.fixture(autouse=True)
+def _reset_logger_dir():
+    yield
+    from trainbus.utils import logger
+
+    logger._reset_for_tests()
+
+
+@pytest.fixture(autouse=True)
+def _one_cluster_at_a_time(request):
+    """Tests marked ``cluster`` pick free ports by binding to port 0 and releasing them; two
+    such clusters starting at once on one machine can take each other's ports, so they run
+    one at a time (a lock file shared by the xdist workers)."""
+    if request.node.get_closest_marker("cluster") is None:
+        yield
+        return
+    path = os.path.join(tempfile.gettempdir(), f"trainbus-test-cluster-{os.getuid()}.lock")
+    with open(path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
