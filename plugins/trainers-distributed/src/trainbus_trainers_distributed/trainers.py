@@ -65,6 +65,27 @@ def _done_queue(ps_task: int, nr_workers: int) -> Any:
                              shared_name=f"trainbus_done_queue_ps{ps_task}", name=f"trainbus_done_queue_ps{ps_task}")
 
 
+def _filtered_config(config: Any, filters: list[str]) -> Any:
+    """A copy of ``config`` (a ConfigProto or None) whose session sees only ``filters``
+    (unless the user set device filters already).
+
+    Why: a session's master contacts every task it may see when the session is created.
+    A task whose server is not listening yet refuses that connection, and gRPC then keeps
+    the channel to it in a failed state for up to a second (TensorFlow's reconnect
+    backoff); a tensor transfer over that channel in that second fails at once
+    (``RecvTensor`` is fail-fast) with ``UnavailableError ... Connection refused``, although
+    the task is alive. A ps task that saw the workers would thus fail a worker's first step
+    when that worker started a little later than the ps. With the filters a task only
+    contacts the tasks it exchanges tensors with, and a ps connects to a worker only when
+    that worker's step asks for it, i.e. when its server is already listening."""
+    cfg = tf1.ConfigProto()
+    if config is not None:
+        cfg.CopyFrom(config)
+    if not cfg.device_filters:
+        cfg.device_filters.extend(filters)
+    return cfg
+
+
 def _cluster_of(server: Any) -> tuple[Any, str, int]:
     if not (hasattr(server, "server_def") and hasattr(server, "target")):
         raise TypeError(f"server must be a tf.compat.v1.train.Server, got {server!r} of type {type(server).__name__}")
@@ -110,7 +131,10 @@ def serve_parameter_server(server: Any, timeout: float | None = None) -> None:
     deadline = time.monotonic() + timeout if timeout else None
     asked = False
     try:
-        with tf1.Session(server.target, graph=g) as sess:
+        # this ps task (and ps task 0, which holds the stop vector) only: never the workers
+        filters = sorted({f"/job:ps/task:{task}", "/job:ps/task:0"})
+        config = _filtered_config(server.server_def.default_session_config, filters)
+        with tf1.Session(server.target, graph=g, config=config) as sess:
             done = 0
             while done < nr_workers:
                 if received and not asked:
@@ -176,7 +200,9 @@ class DistributedSessionCreator(tf1.train.SessionCreator):
     """Sessions for workers of a cluster: the chief initializes the global variables (except
     the init-done flag, which the trainer initializes after ``session_init``); the other
     workers poll every ``recovery_wait_secs`` (0.2 s, not TF's 30 s) until every global
-    variable, the flag included, is initialized."""
+    variable, the flag included, is initialized. Unless ``config`` sets ``device_filters``,
+    the session sees only the ps tasks and this worker (a worker exchanges no tensors with
+    the other workers; see ``_filtered_config`` for why that matters)."""
 
     def __init__(self, server: Any, is_chief: bool, config: Any = None, recovery_wait_secs: float = 0.2,
                  max_wait_secs: float = 600.0) -> None:
@@ -197,13 +223,16 @@ class DistributedSessionCreator(tf1.train.SessionCreator):
         ready = tf1.report_uninitialized_variables(others if self.is_chief else others + flag)
         sm = tf1.train.SessionManager(local_init_op=local_init, ready_op=ready,
                                       recovery_wait_secs=self.recovery_wait_secs)
+        # the ps tasks and this worker: a worker never exchanges tensors with another one
+        _, _, task = _cluster_of(self.server)
+        config = _filtered_config(self.config, ["/job:ps", f"/job:worker/task:{task}"])
         t0 = time.monotonic()
         if self.is_chief:
-            sess = sm.prepare_session(self.server.target, init_op=init_op, config=self.config,
+            sess = sm.prepare_session(self.server.target, init_op=init_op, config=config,
                                       max_wait_secs=self.max_wait_secs)
         else:
             logger.info("Waiting for the chief worker to initialize the variables ...")
-            sess = sm.wait_for_session(self.server.target, config=self.config, max_wait_secs=self.max_wait_secs)
+            sess = sm.wait_for_session(self.server.target, config=config, max_wait_secs=self.max_wait_secs)
             if sess is None:
                 raise RuntimeError(f"the chief worker did not initialize the variables within {self.max_wait_secs} s")
             logger.info(f"Variables are ready after {time.monotonic() - t0:.1f} s.")
