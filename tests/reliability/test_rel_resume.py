@@ -13,7 +13,7 @@ import pytest
 
 pytestmark = pytest.mark.timeout(200)
 
-ARGS = ["--saver", "--monitors", "--stateful", "--resume", "--epochs", "6", "--spe", "8", "--step-sleep", "0.02",
+ARGS = ["--saver", "--monitors", "--stateful", "--resume", "--epochs", "6", "--spe", "8", "--step-sleep", "0.05",
         "--max-to-keep", "3"]
 
 
@@ -31,8 +31,6 @@ def test_killed_and_resumed_equals_uninterrupted(script, tmp_path):
     """Three runs at once: the reference, a victim checkpointing in its log dir, and a victim
     with ``checkpoint_dir=`` elsewhere (ModelSaver and AutoResumeTrainConfig). Each victim is
     SIGKILLed in epoch 3 or 4 and resumed; all end with the same weights and states."""
-    from relutil import wait_for
-
     ref = script(*ARGS, name="reference")
     victims = []
     for custom in (False, True):
@@ -40,13 +38,26 @@ def test_killed_and_resumed_equals_uninterrupted(script, tmp_path):
         v = script(*ARGS, *extra, name="victim")
         victims.append((v, extra, tmp_path / "ckpts" if custom else v.logdir))
     rng = random.Random(7)
-    for v, extra, ckpt_dir in victims:
-        # kill after the checkpoint of epoch 2 (global step 16) exists
-        wait_for(lambda: (ckpt_dir / "model-16.index").exists(), 120, "the epoch-2 checkpoint", v.proc)
-        time.sleep(rng.uniform(0.0, 0.3))
-        v.signal(signal.SIGKILL)
-        v.finish()
-        assert v.proc.returncode == -signal.SIGKILL
+    # watch both victims at once and kill each right after its epoch-2 checkpoint (global
+    # step 16) appears, so a fast machine cannot let a victim finish while the other is killed
+    pending = [(v, ckpt_dir, rng.uniform(0.0, 0.3)) for v, _, ckpt_dir in victims]
+    deadline = time.monotonic() + 120
+    while pending:
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for the epoch-2 checkpoints")
+        for item in list(pending):
+            v, ckpt_dir, delay = item
+            if (ckpt_dir / "model-16.index").exists():
+                time.sleep(delay)
+                v.signal(signal.SIGKILL)
+                v.finish()
+                assert v.proc.returncode == -signal.SIGKILL, "the victim finished before it could be killed"
+                pending.remove(item)
+            elif v.proc.poll() is not None:
+                out, err = v.proc.communicate()
+                raise AssertionError(f"a victim ended (rc={v.proc.returncode}) before its epoch-2 checkpoint\n"
+                                     f"--- stderr\n{err[-3000:]}\n--- stdout\n{out[-3000:]}")
+        time.sleep(0.02)
     resumed = [(script(*ARGS, *extra, "--logdir", str(v.logdir), name="resumed"), v, ckpt_dir)
                for v, extra, ckpt_dir in victims]
     rc, out, err = ref.finish(timeout=150)
