@@ -31,6 +31,24 @@ def logdir(tmp_path):
     logger._reset_for_tests()
 
 
+@pytest.fixture()
+def tb_log():
+    """Records of the 'trainbus' logger (it does not propagate to the root logger)."""
+    import logging
+
+    records: list[logging.LogRecord] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    handler = Collect(level=logging.DEBUG)
+    lg = logging.getLogger("trainbus")
+    lg.addHandler(handler)
+    yield records
+    lg.removeHandler(handler)
+
+
 @pytest.fixture(autouse=True)
 def _reset_logger_dir():
     yield

@@ -317,22 +317,12 @@ def check_distribution(name: str, raise_on_error: bool = True) -> list[str]:
                                     f"may be exported only if it is in {top}.__all__")
             elif not is_class and not is_function:
                 problems.append(f"{where}: {obj!r} is neither a class nor a factory function")
-        elif ep.group == "trainbus.train":
-            from trainbus.train.base import Trainer
-
-            if is_class and not issubclass(obj, Trainer):
-                problems.append(f"{where}: {obj!r} is not a subclass of trainbus.train.Trainer "
-                                "(a factory function is also allowed)")
+        elif ep.group in ("trainbus.train", "trainbus.tfutils.sessinit"):
+            base, label = _group_base(ep.group)
+            if is_class and not issubclass(obj, base):
+                problems.append(f"{where}: {obj!r} is not a subclass of {label} (a factory function is also allowed)")
             elif not is_class and not is_function:
-                problems.append(f"{where}: {obj!r} is neither a Trainer subclass nor a factory function")
-        elif ep.group == "trainbus.tfutils.sessinit":
-            from trainbus.tfutils.sessinit import SessionInit
-
-            if is_class and not issubclass(obj, SessionInit):
-                problems.append(f"{where}: {obj!r} is not a subclass of trainbus.tfutils.sessinit.SessionInit "
-                                "(a factory function is also allowed)")
-            elif not is_class and not is_function:
-                problems.append(f"{where}: {obj!r} is neither a SessionInit subclass nor a factory function")
+                problems.append(f"{where}: {obj!r} is neither a {label.rsplit('.', 1)[1]} subclass nor a factory function")
         # public hook methods
         if is_class and issubclass(obj, Callback):
             for klass in obj.__mro__:
@@ -369,3 +359,14 @@ def _check_ambient(obj: Any, where: str) -> list[str]:
     if not pm.get_hookcallers(pm.get_plugin("conformance-check")):
         return [f"{where}: it implements no trainbus hook (mark hook functions with @trainbus.hookimpl)"]
     return []
+
+
+def _group_base(group: str) -> tuple[type, str]:
+    """The base class every class exported in ``group`` must derive from, and its public path."""
+    if group == "trainbus.train":
+        from trainbus.train.base import Trainer
+
+        return Trainer, "trainbus.train.Trainer"
+    from trainbus.tfutils.sessinit import SessionInit
+
+    return SessionInit, "trainbus.tfutils.sessinit.SessionInit"

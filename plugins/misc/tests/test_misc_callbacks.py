@@ -22,21 +22,6 @@ from trainbus.testing import RecordingMonitor, train_tiny
 cbs = trainbus.callbacks
 
 
-@pytest.fixture()
-def tb_log():
-    records: list[logging.LogRecord] = []
-
-    class H(logging.Handler):
-        def emit(self, record):
-            records.append(record)
-
-    h = H(level=logging.DEBUG)
-    lg = logging.getLogger("trainbus")
-    lg.addHandler(h)
-    yield records
-    lg.removeHandler(h)
-
-
 def put_sequence(name, values):
     """A callback that puts values[epoch_num - 1] as the scalar ``name`` at each trigger."""
     return CallbackFactory(trigger=lambda cb: cb.trainer.monitors.put_scalar(name, values[cb.epoch_num - 1]))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import glob
 import json
-import logging
 import os
 import queue
 import sys
@@ -27,21 +26,6 @@ HAS_GPU = bool(tf.config.list_physical_devices("GPU"))
 def gpu(fn):
     """A GPU-only test (each has a CPU counterpart in this file)."""
     return pytest.mark.gpu(pytest.mark.skipif(not HAS_GPU, reason="needs a GPU")(fn))
-
-
-@pytest.fixture()
-def tb_log():
-    records: list[logging.LogRecord] = []
-
-    class H(logging.Handler):
-        def emit(self, record):
-            records.append(record)
-
-    h = H(level=logging.DEBUG)
-    lg = logging.getLogger("trainbus")
-    lg.addHandler(h)
-    yield records
-    lg.removeHandler(h)
 
 
 class SleepPerStep(Callback):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import logging
 import os
 import subprocess
 import sys
@@ -19,22 +18,6 @@ import trainbus
 from trainbus.testing import train_tiny
 
 cbs = trainbus.callbacks
-
-
-@pytest.fixture()
-def tb_log():
-    """Records of the 'trainbus' logger (it does not propagate to the root logger)."""
-    records: list[logging.LogRecord] = []
-
-    class H(logging.Handler):
-        def emit(self, record):
-            records.append(record)
-
-    h = H(level=logging.DEBUG)
-    lg = logging.getLogger("trainbus")
-    lg.addHandler(h)
-    yield records
-    lg.removeHandler(h)
 
 
 def test_progress_bar_live_on_terminal_shows_tensor_values(logdir):

@@ -56,14 +56,7 @@ def Conv2D(inputs: Any, filters: int, kernel_size: Any, strides: Any = (1, 1), p
         ws = tf.split(W, split, axis=3)
         y = tf.concat([tf.nn.conv2d(xi, wi, _nd(s, fmt), pad, data_format=fmt, dilations=_nd(d, fmt))
                        for xi, wi in zip(xs, ws)], axis=caxis)
-    b = None
-    if use_bias:
-        b = tf1.get_variable("b", [filters], dtype=x.dtype, initializer=bias_initializer or tf1.zeros_initializer(),
-                             regularizer=bias_regularizer)
-        y = tf.nn.bias_add(y, b, data_format=fmt)
-    out = activate(y, activation, "Conv2D")
-    out.variables = VariableHolder(W=W, **({"b": b} if b is not None else {}))
-    return out
+    return _bias_and_activate(y, x, W, filters, use_bias, bias_initializer, bias_regularizer, fmt, activation, "Conv2D")
 
 
 @layer_register(log_shape=True, aliases=_ALIASES)
@@ -105,11 +98,19 @@ def Conv2DTranspose(inputs: Any, filters: int, kernel_size: Any, strides: Any = 
         static_shape = [x.shape[0], filters, static[0], static[1]]
     y = tf.nn.conv2d_transpose(x, W, out_shape, _nd(s, fmt), padding=pad, data_format=fmt)
     y.set_shape(static_shape)
+    return _bias_and_activate(y, x, W, filters, use_bias, bias_initializer, bias_regularizer, fmt, activation,
+                              "Conv2DTranspose")
+
+
+def _bias_and_activate(y: Any, x: Any, W: Any, filters: int, use_bias: bool, bias_initializer: Any,
+                       bias_regularizer: Any, fmt: str, activation: Any, layer: str) -> Any:
+    """The common end of the convolution layers: optional bias ``b``, activation, and the
+    ``.variables`` holder (``W``, ``b``)."""
     b = None
     if use_bias:
         b = tf1.get_variable("b", [filters], dtype=x.dtype, initializer=bias_initializer or tf1.zeros_initializer(),
                              regularizer=bias_regularizer)
         y = tf.nn.bias_add(y, b, data_format=fmt)
-    out = activate(y, activation, "Conv2DTranspose")
+    out = activate(y, activation, layer)
     out.variables = VariableHolder(W=W, **({"b": b} if b is not None else {}))
     return out
