@@ -19,6 +19,7 @@ from trainbus.callbacks.base import Callback, RunValuesByRequester, annotate_fro
 from trainbus.callbacks.monitor import MonitorBase, Monitors
 from trainbus.tfutils import _tf
 from trainbus.utils import logger
+from trainbus.utils.timefmt import human_seconds
 
 __all__ = ["Trainer", "StopTraining", "TrainLoop", "HookedSession", "Bus"]
 
@@ -487,7 +488,7 @@ class Trainer:
                     bus.after_epoch(trainer=self)
                     logger.info(
                         f"Epoch {loop._epoch_num} (global_step {loop._global_step}) finished, "
-                        f"time:{_human_seconds(time.perf_counter() - start)}."
+                        f"time:{human_seconds(time.perf_counter() - start, 2)}."
                     )
                     self._callback_times.clear()
                     bus.trigger_epoch(trainer=self)
@@ -647,14 +648,3 @@ def _as_list(x: Any, label: str) -> list:
     if isinstance(x, Callback):
         return [x]
     raise TypeError(f"{label} must be a list of callbacks, got {x!r} of type {type(x).__name__}")
-
-
-def _human_seconds(sec: float) -> str:
-    if sec < 60:
-        return f"{sec:.2f} sec"
-    m, s = divmod(sec, 60)
-    if m < 60:
-        return f"{int(m)} min {s:.0f} sec"
-    h, m = divmod(m, 60)
-    return f"{int(h)} hours {int(m)} min"
-

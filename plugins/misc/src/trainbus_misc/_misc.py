@@ -17,22 +17,9 @@ from typing import Any, Sequence
 from trainbus._exceptions import StopTraining
 from trainbus.callbacks.base import Callback
 from trainbus.utils import logger
+from trainbus.utils.timefmt import human_seconds
 
 __all__ = ["SendStat", "InjectShell", "EstimatedTimeLeft", "StartProcOrThread", "EarlyStopping"]
-
-
-def _human_seconds(sec: float) -> str:
-    sec = max(0.0, float(sec))
-    if sec < 60:
-        return f"{sec:.0f} sec"
-    m, s = divmod(int(round(sec)), 60)
-    if m < 60:
-        return f"{m} min {s} sec"
-    h, m = divmod(m, 60)
-    if h < 24:
-        return f"{h} hours {m} min"
-    d, h = divmod(h, 24)
-    return f"{d} days {h} hours"
 
 
 class SendStat(Callback):
@@ -176,7 +163,7 @@ class EstimatedTimeLeft(Callback):
         left = max(0, self.trainer.max_epoch - self.epoch_num) * per_epoch
         self.trainer.monitors.put_scalar(self.STAT_NAME, float(left))
         if left > 0:
-            logger.info(f"Estimated Time Left: {_human_seconds(left)}")
+            logger.info(f"Estimated Time Left: {human_seconds(left)}")
 
     def estimate(self) -> float | None:
         """The current estimate in seconds (None before the first epoch ended)."""
