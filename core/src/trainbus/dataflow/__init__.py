@@ -1,37 +1,142 @@
-"""DataFlow: Python iterables of datapoints (lists of components) for training input.
+"""DataFlow: Python iterables of datapoints (lists or dicts of components) for training input.
 
-Anything with ``__iter__``, ``__len__`` and ``reset_state()`` is accepted as a dataflow.
+The core keeps the small base it needs itself: the ``DataFlow`` contract, ``RNGDataFlow``,
+``ProxyDataFlow``, ``DataFlowTerminated``, ``DataFlowReentrantGuard`` and the helpers the input
+sources use. Every other name (``DataFromList``, ``BatchData``, ``MapData``, ``MultiProcessRunnerZMQ``,
+...) comes from the ``trainbus-dataflow`` distribution and resolves here by name through the
+entry-point group ``trainbus.dataflow``, e.g. ``trainbus.dataflow.BatchData``.
+
+Anything with ``__iter__``, ``__len__`` and ``reset_state()`` is accepted as a dataflow, so a
+tensorpack ``DataFlow`` object works unchanged.
 """
 
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, Iterable, Iterator, Sequence
+import os
+import threading
+import time
+from abc import ABCMeta, abstractmethod
+from typing import Any, Iterator
 
 import numpy as np
 
-__all__ = ["DataFlow", "RNGDataFlow", "DataFromList", "DataFromGenerator", "FakeData", "BatchData", "MapData",
-           "is_dataflow"]
+from trainbus import _registry
 
 
-class DataFlow:
-    """Base class: iterate to get datapoints; call ``reset_state()`` once before iterating."""
+class DataFlowTerminated(BaseException):
+    """Raised when a dataflow can no longer produce datapoints because something went wrong
+    (e.g. its worker processes died). Most dataflows never raise it. A ``BaseException``, so
+    ``except Exception`` in user code does not swallow it."""
 
+
+class DataFlowReentrantGuard:
+    """Context manager that refuses to be entered twice at the same time.
+
+    Dataflows whose ``__iter__`` keeps state between passes (``FixedSizeData``, ``CacheData``,
+    the multi-process runners) enter one of these while iterating, so a second iterator over
+    the same object fails loudly instead of silently sharing state.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> DataFlowReentrantGuard:
+        if not self._lock.acquire(blocking=False):
+            raise threading.ThreadError("This DataFlow is not reentrant: it is already being iterated; "
+                                        "create a second instance to iterate it in two places")
+        return self
+
+    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> bool:
+        self._lock.release()
+        return False
+
+
+class _DataFlowMeta(ABCMeta):
+    """Accepts the old method names: a class that defines ``get_data``/``size`` but not
+    ``__iter__``/``__len__`` gets them as ``__iter__``/``__len__``."""
+
+    def __new__(mcls, name: str, bases: tuple, namespace: dict, **kwargs: Any) -> Any:
+        for new, old in (("__iter__", "get_data"), ("__len__", "size")):
+            if new not in namespace and old in namespace:
+                namespace[new] = namespace[old]
+        return super().__new__(mcls, name, bases, namespace, **kwargs)
+
+
+class DataFlow(metaclass=_DataFlowMeta):
+    """Base class of every dataflow.
+
+    * ``__iter__`` yields datapoints: each a list (or dict) of components. It may be finite or
+      infinite; a finite dataflow can be iterated again right after a pass ended.
+    * ``__len__`` (optional) is the number of datapoints of one pass; it raises
+      ``NotImplementedError`` when the dataflow has no size.
+    * ``reset_state()`` must be called once, by the process that iterates the dataflow, before
+      the first ``__iter__`` (seed RNGs, start workers). Input sources and the parallel runners
+      call it for you.
+    """
+
+    @abstractmethod
     def __iter__(self) -> Iterator[Any]:
-        raise TypeError(f"{type(self).__name__} must implement __iter__ to be a DataFlow")
+        """Yield datapoints (lists or dicts of components)."""
 
     def __len__(self) -> int:
-        raise TypeError(f"{type(self).__name__} has no known length (it does not implement __len__)")
-
-    def size(self) -> int:
-        return len(self)
+        """Number of datapoints in one pass; ``NotImplementedError`` when unknown."""
+        raise NotImplementedError(f"{type(self).__name__} has no length")
 
     def reset_state(self) -> None:
-        """Prepare for iteration (e.g. seed RNGs, start workers). Called once per process."""
+        """Prepare for iteration in the calling process (seed RNGs, start workers)."""
+
+    def get_data(self) -> Iterator[Any]:
+        """Old name of ``__iter__``."""
+        return self.__iter__()
+
+    def size(self) -> int:
+        """Old name of ``__len__``."""
+        return self.__len__()
+
+
+_RNG_SEED: int | None = None
+
+
+def get_rng(obj: Any = None) -> np.random.RandomState:
+    """A ``numpy.random.RandomState`` seeded from ``obj``'s id, the process id and the time,
+    so that every process (and every object) draws a different stream."""
+    seed = (id(obj) + os.getpid() + int(time.time() * 1e6)) % 4294967295
+    if _RNG_SEED is not None:
+        seed = _RNG_SEED
+    return np.random.RandomState(seed)
+
+
+class RNGDataFlow(DataFlow):
+    """A DataFlow with its own ``self.rng`` (a ``numpy.random.RandomState``), reseeded by
+    ``reset_state()`` differently in every process."""
+
+    rng: np.random.RandomState | None = None
+
+    def reset_state(self) -> None:
+        """Reseed ``self.rng``."""
+        self.rng = get_rng(self)
+
+
+class ProxyDataFlow(DataFlow):
+    """A DataFlow that wraps another one, ``self.ds``: ``reset_state``, ``__len__`` and
+    ``__iter__`` go to ``self.ds`` unless a subclass overrides them."""
+
+    def __init__(self, ds: Any) -> None:
+        self.ds = ds
+
+    def reset_state(self) -> None:
+        self.ds.reset_state()
+
+    def __len__(self) -> int:
+        return self.ds.__len__()
+
+    def __iter__(self) -> Iterator[Any]:
+        return self.ds.__iter__()
 
 
 def is_dataflow(obj: Any) -> bool:
-    """Whether ``obj`` can be used as a dataflow (duck-typed)."""
+    """Whether ``obj`` can be used as a dataflow (duck-typed: ``__iter__`` and ``reset_state``)."""
     return isinstance(obj, DataFlow) or (hasattr(obj, "__iter__") and hasattr(obj, "reset_state"))
 
 
@@ -39,161 +144,9 @@ def dataflow_len(ds: Any) -> int:
     """``len(ds)``, with a clear error when the dataflow has no length."""
     try:
         return len(ds)
-    except TypeError as e:
-        raise TypeError(f"the dataflow {ds!r} has no length ({e}); pass steps_per_epoch explicitly") from None
-
-
-class RNGDataFlow(DataFlow):
-    """A DataFlow with its own ``self.rng`` (a ``numpy.random.RandomState``), reseeded by
-    ``reset_state()``."""
-
-    rng: np.random.RandomState
-
-    def reset_state(self) -> None:
-        import os
-        import time
-
-        seed = (id(self) + os.getpid() + int(time.time() * 1000)) % 4294967295
-        self.rng = np.random.RandomState(seed)
-
-
-class DataFromList(RNGDataFlow):
-    """Produce datapoints from a list (shuffled every pass when ``shuffle``)."""
-
-    def __init__(self, lst: Sequence[Any], shuffle: bool = True) -> None:
-        self.lst = lst
-        self.shuffle = shuffle
-        self.rng = np.random.RandomState(0)
-
-    def __len__(self) -> int:
-        return len(self.lst)
-
-    def __iter__(self) -> Iterator[Any]:
-        if not self.shuffle:
-            yield from self.lst
-        else:
-            idxs = np.arange(len(self.lst))
-            self.rng.shuffle(idxs)
-            for k in idxs:
-                yield self.lst[k]
-
-
-class DataFromGenerator(DataFlow):
-    """Wrap a generator function (called for every pass) or a generator (one pass only)."""
-
-    def __init__(self, gen: Callable[[], Iterable[Any]] | Iterable[Any], size: int | None = None) -> None:
-        self._gen = gen
-        self._size = size
-
-    def __iter__(self) -> Iterator[Any]:
-        if callable(self._gen):
-            yield from self._gen()
-        else:
-            yield from self._gen
-
-    def __len__(self) -> int:
-        if self._size is None:
-            raise TypeError("DataFromGenerator has no length unless size= is given")
-        return self._size
-
-
-class FakeData(RNGDataFlow):
-    """Random datapoints of given shapes (for testing speed and wiring)."""
-
-    def __init__(self, shapes: Sequence[Sequence[int]], size: int = 1000, random: bool = True,
-                 dtype: str | Sequence[str] = "float32", domain: tuple[float, float] | Sequence[tuple[float, float]] = (0, 1)) -> None:
-        self.shapes = [list(s) for s in shapes]
-        self._size = int(size)
-        self.random = random
-        self.dtype = [dtype] * len(shapes) if isinstance(dtype, str) else list(dtype)
-        self.domain = [domain] * len(shapes) if isinstance(domain, tuple) else list(domain)
-        if len(self.dtype) != len(self.shapes) or len(self.domain) != len(self.shapes):
-            raise ValueError("FakeData: dtype and domain must be one value or one per shape")
-        self.rng = np.random.RandomState(0)
-
-    def __len__(self) -> int:
-        return self._size
-
-    def __iter__(self) -> Iterator[list[np.ndarray]]:
-        if self.random:
-            for _ in range(self._size):
-                yield [self._one(i) for i in range(len(self.shapes))]
-        else:
-            fixed = [self._one(i) for i in range(len(self.shapes))]
-            for _ in range(self._size):
-                yield [x.copy() for x in fixed]
-
-    def _one(self, i: int) -> np.ndarray:
-        lo, hi = self.domain[i]
-        v = self.rng.rand(*self.shapes[i]) * (hi - lo) + lo
-        return v.astype(self.dtype[i])
-
-
-class BatchData(DataFlow):
-    """Stack ``batch_size`` datapoints into one; each component becomes an array with a
-    leading batch dimension (or a list, with ``use_list``)."""
-
-    def __init__(self, ds: Any, batch_size: int, remainder: bool = False, use_list: bool = False) -> None:
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
-            raise ValueError(f"BatchData: batch_size must be a positive integer, got {batch_size!r}")
-        if not remainder:
-            try:
-                if batch_size > len(ds):
-                    raise ValueError(f"BatchData: batch_size {batch_size} is larger than the dataflow ({len(ds)}) and remainder=False")
-            except TypeError:
-                pass
-        self.ds = ds
-        self.batch_size = batch_size
-        self.remainder = remainder
-        self.use_list = use_list
-
-    def reset_state(self) -> None:
-        self.ds.reset_state()
-
-    def __len__(self) -> int:
-        n = dataflow_len(self.ds)
-        div, mod = divmod(n, self.batch_size)
-        return div + int(self.remainder and mod > 0)
-
-    def __iter__(self) -> Iterator[list[Any]]:
-        holder: list[Any] = []
-        for dp in self.ds:
-            holder.append(dp)
-            if len(holder) == self.batch_size:
-                yield self._aggregate(holder)
-                holder = []
-        if self.remainder and holder:
-            yield self._aggregate(holder)
-
-    def _aggregate(self, dps: list[Any]) -> list[Any]:
-        n = len(dps[0])
-        if self.use_list:
-            return [[dp[k] for dp in dps] for k in range(n)]
-        return [np.asarray([dp[k] for dp in dps]) for k in range(n)]
-
-
-class MapData(DataFlow):
-    """Apply ``func`` to every datapoint; datapoints it maps to ``None`` are dropped."""
-
-    def __init__(self, ds: Any, func: Callable[[Any], Any]) -> None:
-        self.ds = ds
-        self.func = func
-
-    def reset_state(self) -> None:
-        self.ds.reset_state()
-
-    def __len__(self) -> int:
-        return dataflow_len(self.ds)
-
-    def __iter__(self) -> Iterator[Any]:
-        for dp in self.ds:
-            ret = self.func(copy_dp(dp))
-            if ret is not None:
-                yield ret
-
-
-def copy_dp(dp: Any) -> Any:
-    return list(dp) if isinstance(dp, list) else dp
+    except (TypeError, NotImplementedError) as e:
+        raise TypeError(f"the dataflow {ds!r} has no length ({type(e).__name__}: {e}); "
+                        "pass steps_per_epoch explicitly") from None
 
 
 def repeat_forever(ds: Any) -> Iterator[Any]:
@@ -205,3 +158,16 @@ def repeat_forever(ds: Any) -> Iterator[Any]:
             yield dp
         if empty:
             raise ValueError(f"the dataflow {ds!r} produced no datapoint in a whole pass")
+
+
+_CORE_ALL = ["DataFlow", "RNGDataFlow", "ProxyDataFlow", "DataFlowTerminated", "DataFlowReentrantGuard", "is_dataflow",
+             "dataflow_len", "repeat_forever", "get_rng"]
+_plugin_getattr, __dir__ = _registry.make_module_getattr(__name__, ("trainbus.dataflow",), globals())
+
+
+def __getattr__(name: str) -> Any:
+    # ``__all__`` is computed on access so that ``from trainbus.dataflow import *`` also binds
+    # every name an installed plugin declares (read from metadata; each is imported on demand).
+    if name == "__all__":
+        return [*_CORE_ALL, *(n for n in _registry.installed_names(("trainbus.dataflow",)) if n not in _CORE_ALL)]
+    return _plugin_getattr(name)
