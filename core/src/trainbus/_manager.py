@@ -62,22 +62,39 @@ class TrainbusPluginManager(pluggy.PluginManager):
                 return dict(_DEFAULT_OPTS, specname="trigger_step") if "trigger_step" in plugin.hooks_used() else None
             if name == "trigger_step":
                 return None
+            if name.startswith(_ADAPTER_PREFIX):
+                # the adapter of a method whose parameters are named differently from the hook's
+                hook = name[len(_ADAPTER_PREFIX):]
+                if hook not in plugin.hooks_used() or name not in vars(plugin):
+                    return None
+                self._check_order_opts(plugin, hook)
+                return dict(_DEFAULT_OPTS, specname=hook)
             # filter by name first: pluggy getattr()s every attribute, and properties such as
             # Callback.epoch_num need a trainer that is not attached yet
-            if name not in plugin.hooks_used():
+            if name not in plugin.hooks_used() or _ADAPTER_PREFIX + name in vars(plugin):
                 return None
-            opts = super().parse_hookimpl_opts(plugin, name)
-            if opts is None:
-                return dict(_DEFAULT_OPTS)  # MonitorBase.process_* are plain methods
-            bad = [k for k in _ORDER_OPTS if opts.get(k)]
-            if bad:
-                raise pluggy.PluginValidationError(
-                    plugin,
-                    f"{plugin}.{name} uses {', '.join(bad)}: a callback cannot; its position in the "
-                    "callbacks list is its order. Move it in the list instead.",
-                )
-            return opts
+            return self._check_order_opts(plugin, name)
         return super().parse_hookimpl_opts(plugin, name)
+
+    def _check_order_opts(self, plugin: Any, name: str) -> dict[str, Any]:
+        opts = super().parse_hookimpl_opts(plugin, name)
+        if opts is None:
+            return dict(_DEFAULT_OPTS)  # MonitorBase.process_* are plain methods
+        bad = [k for k in _ORDER_OPTS if opts.get(k)]
+        if bad:
+            raise pluggy.PluginValidationError(
+                plugin,
+                f"{plugin}.{name} uses {', '.join(bad)}: a callback cannot; its position in the "
+                "callbacks list is its order. Move it in the list instead.",
+            )
+        return opts
+
+    def register(self, plugin: Any, name: str | None = None) -> str | None:
+        from trainbus.callbacks.base import Callback
+
+        if isinstance(plugin, Callback):
+            _install_adapters(self, plugin)
+        return super().register(plugin, name)
 
     def register_ordered(self, members: Sequence[Any]) -> None:
         """Register callbacks and monitors so that every hook calls them in this order."""
@@ -160,6 +177,63 @@ class TrainbusPluginManager(pluggy.PluginManager):
             loaded.append(ep.name)
             log.debug("loaded plugin %s", _registry.describe(ep))
         return loaded[::-1]  # in name order, the order their plain impls run
+
+
+# ---------------------------------------------------------------------- renamed parameters
+#: instance attribute under which a callback's adapter for a hook is registered
+_ADAPTER_PREFIX = "_trainbus_adapter__"
+
+#: hook -> adapter factory: the adapter's parameters carry the hook's names (pluggy passes the
+#: arguments by name) and it calls the user's method with them by position, as tensorpack does.
+#: Only the monitor hooks need one: the loop hooks reach the user's underscore methods through
+#: trainbus's own methods, which already call them positionally.
+_ADAPTERS: dict[str, Any] = {
+    "process_scalar": lambda method: lambda name, val: method(name, val),
+    "process_image": lambda method: lambda name, val: method(name, val),
+    "process_summary": lambda method: lambda summary: method(summary),
+    "process_event": lambda method: lambda evt: method(evt),
+}
+
+
+def _renamed_hooks(pm: TrainbusPluginManager, cls: type) -> frozenset[str]:
+    """The hooks of ``_ADAPTERS`` for which ``cls`` defines a method whose positional
+    parameters are not the hook's own names (cached on the class)."""
+    cached = cls.__dict__.get("_trainbus_renamed_hooks")
+    if cached is not None:
+        return cached
+    import inspect
+
+    renamed = set()
+    for hook in _ADAPTERS:
+        fn = inspect.getattr_static(cls, hook, None)
+        if fn is None:
+            continue
+        expected = [a for a in getattr(pm.hook, hook).spec.argnames if a != "trainer"]
+        try:
+            params = list(inspect.signature(getattr(cls, hook)).parameters.values())
+        except (TypeError, ValueError):
+            continue
+        if not isinstance(fn, staticmethod) and params:
+            params = params[1:]  # self (or cls)
+        names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if names[: len(expected)] != expected or any(p.kind is p.POSITIONAL_ONLY for p in params):
+            renamed.add(hook)
+    cached = frozenset(renamed)
+    setattr(cls, "_trainbus_renamed_hooks", cached)
+    return cached
+
+
+def _install_adapters(pm: TrainbusPluginManager, plugin: Any) -> None:
+    """Before ``plugin`` is registered: an adapter, built once, for each hook method it names
+    differently; pluggy then registers the adapter in place of the method."""
+    used = plugin.hooks_used()
+    renamed = _renamed_hooks(pm, type(plugin))
+    for hook in _ADAPTERS:
+        attr = _ADAPTER_PREFIX + hook
+        if hook in renamed and hook in used:
+            plugin.__dict__[attr] = _ADAPTERS[hook](getattr(plugin, hook))
+        else:
+            plugin.__dict__.pop(attr, None)
 
 
 @functools.lru_cache(maxsize=None)

@@ -5,8 +5,10 @@ No TensorFlow import at module level: the event core must import without it.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
+import types
 from typing import TYPE_CHECKING, Any, Callable
 
 from trainbus._exceptions import StopTraining
@@ -34,6 +36,22 @@ HOOK_USES: dict[str, tuple[str, ...]] = {
 }
 #: Public methods that subclasses must not override (their underscore twins are the API).
 PROTECTED = frozenset({*HOOK_USES, "trigger"})
+#: The methods a subclass overrides -> the arguments trainbus passes them, positionally (so a
+#: subclass may name its parameters as it likes; their number is checked when the class is made).
+USER_METHOD_PARAMS: dict[str, tuple[str, ...]] = {
+    "_setup_graph": (),
+    "_before_train": (),
+    "_before_epoch": (),
+    "_before_run": ("ctx",),
+    "_after_run": ("run_context", "run_values"),
+    "_trigger_step": (),
+    "_after_epoch": (),
+    "_trigger_epoch": (),
+    "_trigger": (),
+    "_after_train": (),
+    "_state_dict": (),
+    "_load_state_dict": ("state",),
+}
 
 
 class RunValuesByRequester(dict):
@@ -74,6 +92,56 @@ def annotate_from_traceback(exc: BaseException) -> None:
         tb = tb.tb_next
     if found is not None:
         _annotate(exc, found, "trigger_step")
+
+
+def _positional_arity(fn: Any) -> tuple[int, float, list[str]] | None:
+    """``(required, most, required keyword-only names)`` of the positional arguments a class
+    attribute takes when called on an instance; None if it is not a function we can inspect."""
+    drop_first = True
+    if isinstance(fn, staticmethod):
+        fn, drop_first = fn.__func__, False
+    elif isinstance(fn, classmethod):
+        fn = fn.__func__
+    if not isinstance(fn, types.FunctionType):
+        return None
+    params = list(inspect.signature(fn).parameters.values())
+    if drop_first:
+        if not params or params[0].kind not in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
+            return 0, float("inf") if any(p.kind is p.VAR_POSITIONAL for p in params) else 0, []
+        params = params[1:]
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = sum(1 for p in positional if p.default is p.empty)
+    most = float("inf") if any(p.kind is p.VAR_POSITIONAL for p in params) else len(positional)
+    kwonly = [p.name for p in params if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
+    return required, most, kwonly
+
+
+def check_overrides(cls: type, table: dict[str, tuple[str, ...]]) -> None:
+    """TypeError if a method of ``table`` defined by ``cls`` cannot be called with the number
+    of arguments trainbus passes it (positionally: the parameter names are the class's own)."""
+    for name, params in table.items():
+        fn = vars(cls).get(name)
+        arity = _positional_arity(fn) if fn is not None else None
+        if arity is None:
+            continue
+        required, most, kwonly = arity
+        n = len(params)
+        if required <= n <= most and not kwonly:
+            continue
+        expected = f"def {name}(self{''.join(', ' + p for p in params)})"
+        if kwonly:
+            got = f"required keyword-only parameter(s) {', '.join(kwonly)}"
+        elif most == required:
+            got = f"{required} argument(s) besides self"
+        elif most == float("inf"):
+            got = f"at least {required} argument(s) besides self"
+        else:
+            got = f"{required} to {most} argument(s) besides self"
+        raise TypeError(
+            f"{cls.__module__}.{cls.__qualname__}.{name}() takes {got}, but trainbus calls it with {n}: "
+            f"expected {expected}. The parameters may have any names (they are passed by position); "
+            "their number must match."
+        )
 
 
 def origin_of(exc: BaseException) -> tuple[object, str] | None:
@@ -122,6 +190,7 @@ class Callback:
                 f"_{hook}() instead. The public method is the hook the trainer calls and it must "
                 "stay trainbus's (it keeps the call order, timing and error reporting)."
             )
+        check_overrides(cls, USER_METHOD_PARAMS)
 
     # ------------------------------------------------------------------ registration
     def hooks_used(self) -> frozenset[str]:

@@ -11,12 +11,12 @@ import re
 import time
 from typing import TYPE_CHECKING, Any, Iterable
 
-from trainbus.callbacks.base import Callback, ensure_callback
+from trainbus.callbacks.base import Callback, check_overrides, ensure_callback
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainbus.train.base import Trainer
 
-__all__ = ["MonitorBase", "Monitors", "MONITOR_METHODS"]
+__all__ = ["MonitorBase", "Monitors", "MONITOR_METHODS", "MONITOR_METHOD_PARAMS"]
 
 #: monitor hook -> the MonitorBase methods whose override means "I need this hook"
 MONITOR_METHODS: dict[str, tuple[str, ...]] = {
@@ -24,6 +24,16 @@ MONITOR_METHODS: dict[str, tuple[str, ...]] = {
     "process_image": ("process_image", "process"),
     "process_summary": ("process_summary",),
     "process_event": ("process_event",),
+}
+
+#: MonitorBase methods -> the arguments trainbus passes them, positionally (a backend may name
+#: its parameters as it likes: the bus registers an adapter carrying the hook's names)
+MONITOR_METHOD_PARAMS: dict[str, tuple[str, ...]] = {
+    "process": ("name", "val"),
+    "process_scalar": ("name", "val"),
+    "process_image": ("name", "val"),
+    "process_summary": ("summary",),
+    "process_event": ("evt",),
 }
 
 _TOWER_PREFIX = re.compile(r"tower[0-9]+/")
@@ -35,8 +45,13 @@ class MonitorBase(Callback):
     Override ``_setup_graph`` to set up, and any of ``process_scalar(name, val)``,
     ``process_image(name, val)``, ``process_summary(summary)``, ``process_event(evt)`` (or the
     generic ``process(name, val)``, which the default scalar/image methods call) to receive data.
-    Only the methods a backend overrides are registered on the bus.
+    Only the methods a backend overrides are registered on the bus. Their parameters may have
+    any names: trainbus passes the values by position, as in ``process_summary(self, s)``.
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        check_overrides(cls, MONITOR_METHOD_PARAMS)
 
     def hooks_used(self) -> frozenset[str]:
         cls = type(self)
