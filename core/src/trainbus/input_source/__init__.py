@@ -2,8 +2,14 @@
 
 ``FeedInput`` feeds placeholders from a DataFlow (merged into the step's single
 ``Session.run``), ``QueueInput`` fills a TF queue from a DataFlow in a thread,
-``StagingInput`` prefetches another input source into a ``StagingArea``, ``TFDatasetInput``
-reads a ``tf.data.Dataset`` and ``DummyConstantInput`` produces constant zeros.
+``BatchQueueInput`` batches single datapoints in such a queue, ``StagingInput`` prefetches
+another input source into a ``StagingArea``, ``TFDatasetInput`` reads a ``tf.data.Dataset``,
+``TensorInput`` takes tensors from a function (starting the queue runners they need) and
+``DummyConstantInput`` produces constant zeros.
+
+Whatever the source, the graph has a placeholder named after each input of the signature
+(``x:0``, ``label:0``) once the source is set up: it is what the model reads under
+``FeedInput``, and a name to feed by hand under the others.
 """
 
 from __future__ import annotations
@@ -15,28 +21,44 @@ import tensorflow as tf
 
 from trainbus.callbacks.base import Callback
 from trainbus.dataflow import dataflow_len, is_dataflow, repeat_forever
+from trainbus.tfutils.common import get_op_tensor_name
 from trainbus.tfutils.dependency import dependency_of_fetches
 from trainbus.tfutils.tower import _to_spec
 from trainbus.utils import logger
 
 tf1 = tf.compat.v1
 
-__all__ = ["InputSource", "PlaceholderInput", "FeedInput", "QueueInput", "StagingInput", "TFDatasetInput",
-           "DummyConstantInput"]
+__all__ = ["InputSource", "PlaceholderInput", "FeedInput", "FeedfreeInput", "QueueInput", "BatchQueueInput",
+           "StagingInput", "TFDatasetInput", "DummyConstantInput", "TensorInput", "ProxyInputSource",
+           "remap_input_source", "build_or_reuse_placeholder"]
 
 
-def _placeholder(spec: Any) -> Any:
-    """The placeholder named after ``spec``: reused if the graph already has it."""
+def build_or_reuse_placeholder(spec: Any) -> Any:
+    """The placeholder named after ``spec`` (a ``tf.TensorSpec``) in the default graph: the
+    existing one when the graph has a placeholder of that name and a compatible dtype and
+    shape, else a new one (created outside any name scope, so its name is ``spec.name``)."""
+    spec = _to_spec(spec)
     g = tf1.get_default_graph()
     try:
         op = g.get_operation_by_name(spec.name)
-        if op.type == "Placeholder":
-            t = op.outputs[0]
-            if t.dtype == spec.dtype and t.shape.is_compatible_with(spec.shape):
-                return t
     except KeyError:
-        pass
-    return tf1.placeholder(spec.dtype, shape=spec.shape, name=spec.name)
+        op = None
+    if op is not None:
+        if op.type != "Placeholder":
+            raise ValueError(f"the graph has an op {spec.name!r} of type {op.type}, but the input {spec.name!r} of the "
+                             "input signature needs a placeholder of that name; rename that op or the input")
+        t = op.outputs[0]
+        if t.dtype != spec.dtype or not spec.shape.is_compatible_with(t.shape):
+            raise ValueError(f"the graph has a placeholder {t.name!r} of {t.dtype.name}{t.shape}, incompatible with the "
+                             f"input signature's {spec.dtype.name}{spec.shape}; give one of them another name")
+        if t.shape.rank == spec.shape.rank and (t.shape.rank is None or t.shape.as_list() == spec.shape.as_list()):
+            return t
+        # compatible but of another shape: this tower gets a placeholder of its own
+    with tf1.name_scope(None):
+        return tf1.placeholder(spec.dtype, shape=spec.shape, name=spec.name)
+
+
+_placeholder = build_or_reuse_placeholder
 
 
 class InputSource:
@@ -53,8 +75,18 @@ class InputSource:
             raise RuntimeError(f"{self} was already set up; an InputSource can be used by one trainer")
         self._input_signature = [_to_spec(s) for s in input_signature]
         self._setup(self._input_signature)
+        # every input source leaves the signature's placeholders in the graph, so that
+        # graph.get_tensor_by_name('x:0') works whatever the model reads from
+        self._signature_placehdrs = [build_or_reuse_placeholder(s) for s in self._input_signature]
         self._setup_done = True
         return self.get_callbacks()
+
+    @property
+    def input_placeholders(self) -> list[Any]:
+        """The placeholders named after the input signature (after :meth:`setup`)."""
+        if not self._setup_done:
+            raise RuntimeError(f"{self}: input_placeholders exist after setup(input_signature)")
+        return list(self._signature_placehdrs)
 
     def setup_done(self) -> bool:
         return self._setup_done
@@ -106,6 +138,11 @@ class PlaceholderInput(InputSource):
 
     def _get_input_tensors(self) -> list[Any]:
         return self._all_placehdrs
+
+
+class FeedfreeInput(InputSource):
+    """Base of the input sources whose tensors need no feed (queues, datasets, tensors):
+    the training step runs without a ``feed_dict``."""
 
 
 class _FeedSourceCallback(Callback):
@@ -225,7 +262,7 @@ class _QueueCallback(Callback):
         return "QueueInputCallback"
 
 
-class QueueInput(FeedInput):
+class QueueInput(FeedInput, FeedfreeInput):
     """Enqueue datapoints from a DataFlow into a TF queue in a background thread; the
     model reads from the queue (so the step does not wait for Python).
 
@@ -239,8 +276,10 @@ class QueueInput(FeedInput):
         self.thread: _EnqueueThread | None = None
 
     def _setup(self, input_signature: list[Any]) -> None:
+        if not input_signature:
+            raise ValueError("QueueInput needs a model with at least one input (the input signature is empty)")
+        self._all_placehdrs = [build_or_reuse_placeholder(s) for s in input_signature]
         with self.cached_name_scope():
-            self._all_placehdrs = [tf1.placeholder(s.dtype, shape=s.shape, name=s.name) for s in input_signature]
             if self.queue is None:
                 self.queue = tf1.FIFOQueue(50, [p.dtype for p in self._all_placehdrs], name="input_queue")
             self.thread = _EnqueueThread(self.queue, self.ds, self._all_placehdrs)
@@ -278,6 +317,59 @@ class QueueInput(FeedInput):
         return [_QueueCallback(self)]
 
 
+class BatchQueueInput(QueueInput):
+    """Enqueue single datapoints from a DataFlow into a TF queue; the model reads batches
+    of ``batch_size`` of them (``dequeue_many``).
+
+    :param ds: a DataFlow of single datapoints (no batch dimension).
+    :param batch_size: datapoints per batch.
+    :param queue: a ``tf.compat.v1.QueueBase`` with fully-defined shapes (default: a
+        ``FIFOQueue`` of 3000).
+    """
+
+    def __init__(self, ds: Any, batch_size: int, queue: Any = None) -> None:
+        super().__init__(ds, queue)
+        if isinstance(batch_size, bool) or int(batch_size) != batch_size or int(batch_size) <= 0:
+            raise ValueError(f"BatchQueueInput: batch_size must be a positive int, got {batch_size!r}")
+        self.batch_size = int(batch_size)
+
+    def size(self) -> int:
+        return dataflow_len(self.ds) // self.batch_size
+
+    def _setup(self, input_signature: list[Any]) -> None:
+        if not input_signature:
+            raise ValueError("BatchQueueInput needs a model with at least one input (the input signature is empty)")
+        self.input_placehdrs = [build_or_reuse_placeholder(s) for s in input_signature]
+        nobatch = []
+        for s in input_signature:
+            if s.shape.rank is None or s.shape.rank < 1 or not s.shape[1:].is_fully_defined():
+                raise ValueError(f"BatchQueueInput: input {s.name!r} has shape {s.shape}; it needs a batch dimension "
+                                 "first and fully-defined other dimensions")
+            with tf1.name_scope(None):
+                nobatch.append(tf1.placeholder(s.dtype, shape=s.shape[1:], name=f"{s.name}-nobatch"))
+        self._all_placehdrs = nobatch
+        with self.cached_name_scope():
+            if self.queue is None:
+                self.queue = tf1.FIFOQueue(3000, [p.dtype for p in nobatch], shapes=[p.shape for p in nobatch],
+                                           name="input_queue")
+            for shp in self.queue.shapes:
+                if not tf.TensorShape(shp).is_fully_defined():
+                    raise ValueError(f"BatchQueueInput: the queue's shapes {self.queue.shapes} must be fully defined")
+            self.thread = _EnqueueThread(self.queue, self.ds, nobatch)
+            self._size_op = self.queue.size()
+
+    def _get_input_tensors(self) -> list[Any]:
+        with tf1.device("/cpu:0"), self.cached_name_scope():
+            ret = self.queue.dequeue_many(self.batch_size, name="input_deque")
+            if isinstance(ret, tf.Tensor):
+                ret = [ret]
+            for qv, p in zip(ret, self.input_placehdrs):
+                shp = p.shape.as_list()
+                shp[0] = self.batch_size
+                qv.set_shape(shp)
+            return ret
+
+
 class _StagingCallback(Callback):
     def __init__(self, src: StagingInput) -> None:
         self._src = src
@@ -300,7 +392,7 @@ class _StagingCallback(Callback):
         return "StagingInputCallback"
 
 
-class StagingInput(InputSource):
+class StagingInput(FeedfreeInput):
     """Prefetch another input source into a ``StagingArea`` (``nr_stage`` elements ahead).
 
     :param input: the InputSource to prefetch from.
@@ -359,7 +451,7 @@ class _InitCallback(Callback):
         return self._label
 
 
-class TFDatasetInput(InputSource):
+class TFDatasetInput(FeedfreeInput):
     """Read inputs from a ``tf.data.Dataset`` whose elements match the input signature.
 
     :param dataset: a dataset, or a function returning one (called in the trainer's graph;
@@ -398,22 +490,229 @@ class TFDatasetInput(InputSource):
         raise ValueError("TFDatasetInput has no known size; pass steps_per_epoch explicitly")
 
 
-class DummyConstantInput(InputSource):
+class _QueueRunnerCallback(Callback):
+    """Starts the queue runners a :class:`TensorInput` reads from before training and stops
+    them (request stop, close their queues, join their threads) after it."""
+
+    def __init__(self, src: TensorInput) -> None:
+        self._src = src
+        self._coord: Any = None
+        self._threads: list[Any] = []
+
+    def _before_train(self) -> None:
+        self._coord, self._threads = self._src._start_queue_runners(self.trainer.sess)
+
+    def _after_train(self) -> None:
+        if self._coord is not None:
+            self._src._stop_queue_runners(self._coord, self._threads)
+            self._coord = None
+
+    def __str__(self) -> str:
+        return "TensorInputQueueRunners"
+
+
+def _queue_runners_feeding(tensors: Sequence[Any], runners: Sequence[Any]) -> list[Any]:
+    """The queue runners (of ``runners``) whose queues ``tensors`` read from, directly or
+    through other queues filled by queue runners."""
+    by_queue: dict[Any, list[Any]] = {}
+    for qr in runners:
+        by_queue.setdefault(qr.queue.queue_ref.op, []).append(qr)
+    needed: list[Any] = []
+    seen: set[Any] = set()
+    todo = [t.op if isinstance(t, tf.Tensor) else t for t in tensors]
+    while todo:
+        op = todo.pop()
+        if op in seen:
+            continue
+        seen.add(op)
+        todo.extend(x.op for x in op.inputs)
+        todo.extend(op.control_inputs)
+        for qr in by_queue.get(op, []):
+            if qr not in needed:
+                needed.append(qr)
+                for enq in qr.enqueue_ops:
+                    todo.append(enq.op if isinstance(enq, tf.Tensor) else enq)
+    return needed
+
+
+class TensorInput(FeedfreeInput):
+    """Inputs from tensors that a function builds, e.g. a ``tf.compat.v1.train`` input
+    pipeline of queues (``range_input_producer``, ``shuffle_batch``, ...).
+
+    The queue runners those tensors depend on are started in the trainer's session before
+    training (``tf.compat.v1.train.start_queue_runners``) and stopped after it.
+
+    :param get_tensor_fn: called with no arguments in each tower; returns the list of input
+        tensors of that tower, one per input of the signature. The tensors are evaluated at
+        every step.
+    :param size: number of steps of one epoch, or None when unknown.
+    """
+
+    def __init__(self, get_tensor_fn: Callable[[], Sequence[Any]], size: int | None = None) -> None:
+        if not callable(get_tensor_fn):
+            raise TypeError(f"TensorInput needs a function returning the list of input tensors, got {get_tensor_fn!r}")
+        if size is not None:
+            if isinstance(size, bool) or int(size) != size or int(size) <= 0:
+                raise ValueError(f"TensorInput: size must be a positive number of steps or None, got {size!r}")
+            size = int(size)
+        self.get_tensor_fn = get_tensor_fn
+        self._fixed_size = size
+        self._tensors: list[Any] = []
+
+    def size(self) -> int:
+        if self._fixed_size is None:
+            raise ValueError(f"{type(self).__name__} was created without size=, so the number of steps of an epoch is "
+                             "unknown; pass TensorInput(fn, size=steps) or steps_per_epoch= to the TrainConfig")
+        return self._fixed_size
+
+    def _setup(self, input_signature: list[Any]) -> None:
+        self._spec = input_signature
+
+    def _get_input_tensors(self) -> list[Any]:
+        with self.cached_name_scope():
+            ret = self.get_tensor_fn()
+        if isinstance(ret, tf.Tensor) or not isinstance(ret, (list, tuple)):
+            raise TypeError(f"{type(self).__name__}: the tensor function must return a list of tensors, got {ret!r}")
+        ret = list(ret)
+        if len(ret) != len(self._spec):
+            raise ValueError(f"{type(self).__name__}: the tensor function returned {len(ret)} tensors but the model has "
+                             f"{len(self._spec)} inputs ({[s.name for s in self._spec]})")
+        for t, s in zip(ret, self._spec):
+            if not isinstance(t, tf.Tensor):
+                raise TypeError(f"{type(self).__name__}: input {s.name!r} is {t!r}, not a tf.Tensor")
+            if t.dtype.base_dtype != s.dtype:
+                raise ValueError(f"{type(self).__name__}: input {s.name!r} wants {s.dtype.name} but the tensor function "
+                                 f"gave {t.name} of {t.dtype.name}")
+            if not t.shape.is_compatible_with(s.shape):
+                raise ValueError(f"{type(self).__name__}: input {s.name!r} wants shape {s.shape} but the tensor function "
+                                 f"gave {t.name} of shape {t.shape}")
+        self._tensors.extend(ret)
+        return ret
+
+    def queue_runners(self) -> list[Any]:
+        """The graph's queue runners the tensors built so far read from."""
+        if not self._tensors:
+            return []
+        g = self._tensors[0].graph
+        return _queue_runners_feeding(self._tensors, g.get_collection(tf1.GraphKeys.QUEUE_RUNNERS))
+
+    def _start_queue_runners(self, sess: Any) -> tuple[Any, list[Any]]:
+        coord = tf1.train.Coordinator()
+        threads: list[Any] = []
+        runners = self.queue_runners()
+        for qr in runners:
+            threads.extend(qr.create_threads(sess, coord=coord, daemon=True, start=True))
+        if runners:
+            logger.info(f"{self}: started {len(runners)} queue runner(s) with {len(threads)} thread(s)")
+        return coord, threads
+
+    def _stop_queue_runners(self, coord: Any, threads: list[Any]) -> None:
+        coord.request_stop()
+        try:
+            coord.join(threads, stop_grace_period_secs=10, ignore_live_threads=True)
+        except (tf.errors.CancelledError, tf.errors.OutOfRangeError):
+            pass
+
+    def _get_callbacks(self) -> list[Callback]:
+        return [_QueueRunnerCallback(self)]
+
+
+class DummyConstantInput(TensorInput):
     """Constant zero tensors of given shapes (to measure speed without input cost).
 
-    :param shapes: one shape per input of the signature.
+    :param shapes: one fully-defined shape per input of the signature.
     """
 
     def __init__(self, shapes: Sequence[Sequence[int]]) -> None:
         self.shapes = [list(s) for s in shapes]
+        for shp in self.shapes:
+            if any(d is None or int(d) < 0 for d in shp):
+                raise ValueError(f"DummyConstantInput needs fully-defined shapes, got {self.shapes}")
+        super().__init__(self._zeros)
 
     def _setup(self, input_signature: list[Any]) -> None:
         if len(self.shapes) != len(input_signature):
-            raise ValueError(f"DummyConstantInput: {len(self.shapes)} shapes for {len(input_signature)} inputs")
-        self._tensors = None
+            raise ValueError(f"DummyConstantInput: {len(self.shapes)} shapes for {len(input_signature)} inputs "
+                             f"({[s.name for s in input_signature]})")
+        super()._setup(input_signature)
+
+    def _zeros(self) -> list[Any]:
+        from trainbus.tfutils.tower import get_current_tower_context
+
+        ctx = get_current_tower_context()
+        idx = getattr(ctx, "index", 0)
+        return [tf.zeros(shape, dtype=s.dtype, name=f"dummy-{s.name}-{idx}") for shape, s in zip(self.shapes, self._spec)]
+
+    def _get_callbacks(self) -> list[Callback]:
+        return []
+
+
+class ProxyInputSource(InputSource):
+    """An input source that hands every call to another one (``self._input``)."""
+
+    def __init__(self, input: InputSource) -> None:
+        if not isinstance(input, InputSource):
+            raise TypeError(f"{type(self).__name__} wraps an InputSource, got {input!r}")
+        self._input = input
 
     def _get_input_tensors(self) -> list[Any]:
-        return [tf.zeros(shape, dtype=s.dtype, name=f"dummy-{s.name}") for shape, s in zip(self.shapes, self._input_signature)]
+        return self._input.get_input_tensors()
+
+    def _setup(self, input_signature: list[Any]) -> None:
+        self._input_callbacks = self._input.setup(input_signature)
+
+    def _get_callbacks(self) -> list[Callback]:
+        return list(self._input_callbacks)
+
+    def size(self) -> int:
+        return self._input.size()
+
+    def reset_state(self) -> None:
+        self._input.reset_state()
+
+    def failure(self) -> BaseException | None:
+        return self._input.failure()
+
+
+def remap_input_source(input: InputSource, names: Sequence[str]) -> InputSource:
+    """Use ``input``, which produces only some of the model's inputs (``names``, in its own
+    order), for a model with more inputs: the other inputs stay placeholders (to be fed, or
+    left unused by the tower).
+
+    ``remap_input_source(FeedInput(ds), ['image', 'label'])`` gives an input source whose
+    dataflow feeds ``image`` and ``label`` whatever other inputs the model has.
+
+    :param input: the InputSource producing the tensors of ``names``.
+    :param names: the model input names ``input`` produces, in the order it produces them.
+    """
+    names = [get_op_tensor_name(n)[0] for n in names]
+    if not names or len(set(names)) != len(names):
+        raise ValueError(f"remap_input_source: names must be distinct input names, got {names!r}")
+
+    class _Remapped(ProxyInputSource):
+        def _setup(self, input_signature: list[Any]) -> None:
+            self._all_placehdrs = [build_or_reuse_placeholder(s) for s in input_signature]
+            by_name = {s.name: s for s in input_signature}
+            missing = [n for n in names if n not in by_name]
+            if missing:
+                raise ValueError(f"remap_input_source: {missing} are not inputs of the model; its inputs are "
+                                 f"{list(by_name)}")
+            self._input_callbacks = self._input.setup([by_name[n] for n in names])
+
+        def _get_input_tensors(self) -> list[Any]:
+            produced = self._input.get_input_tensors()
+            if len(produced) != len(names):
+                raise ValueError(f"remap_input_source: {self._input} produced {len(produced)} tensors for {names}")
+            ret = list(self._all_placehdrs)
+            pos = {s.name: i for i, s in enumerate(self._input_signature)}
+            for n, t in zip(names, produced):
+                ret[pos[n]] = t
+            return ret
+
+        def __str__(self) -> str:
+            return f"Remapped({self._input}, {names})"
+
+    return _Remapped(input)
 
 
 class _null:

@@ -7,14 +7,30 @@ from typing import Any, Callable, Sequence
 
 import tensorflow as tf
 
+from trainbus.tfutils.collection import backup_collection, restore_collection
 from trainbus.tfutils.common import get_op_or_tensor_by_name, get_op_tensor_name
 
 tf1 = tf.compat.v1
 
 __all__ = ["get_current_tower_context", "BaseTowerContext", "TowerContext", "TrainTowerContext",
-           "PredictTowerContext", "TowerFunc", "TowerFuncWrapper", "TowerTensorHandle", "TowerTensorHandles"]
+           "PredictTowerContext", "TowerFunc", "TowerFuncWrapper", "TowerTensorHandle", "TowerTensorHandles",
+           "tower_freeze_keys"]
 
 _CurrentTowerContext: BaseTowerContext | None = None
+
+
+def tower_freeze_keys() -> list[str]:
+    """The graph collections a tower must leave as it found them.
+
+    An inference or predict tower adds nothing to ``SUMMARIES``, to the
+    moving-summary collection (``MOVING_SUMMARY_OPS``) and to ``UPDATE_OPS``: a summary or an
+    update op built there would need that tower's inputs, which the training step does not
+    feed. A training tower other than the first freezes the same three
+    collections, so summaries and update ops exist once, for the main tower.
+    """
+    from trainbus.tfutils.summary import MOVING_SUMMARY_OPS_KEY
+
+    return [tf1.GraphKeys.SUMMARIES, MOVING_SUMMARY_OPS_KEY, tf1.GraphKeys.UPDATE_OPS]
 
 
 class BaseTowerContext:
@@ -69,6 +85,10 @@ class BaseTowerContext:
     def _get_scopes(self) -> list[Any]:
         return []
 
+    def _keys_to_freeze(self) -> list[str]:
+        """Collections restored on exit to their content at entry (see :func:`tower_freeze_keys`)."""
+        return []
+
     def __enter__(self) -> BaseTowerContext:
         global _CurrentTowerContext
         if _CurrentTowerContext is not None:
@@ -77,6 +97,7 @@ class BaseTowerContext:
         g = tf1.get_default_graph()
         self._starts = {k: len(g.get_collection(k)) for k in g.get_all_collection_keys()}
         self._ends = None
+        self._frozen = backup_collection(self._keys_to_freeze())
         self._ctxs = self._get_scopes()
         for c in self._ctxs:
             c.__enter__()
@@ -88,6 +109,8 @@ class BaseTowerContext:
         for c in reversed(self._ctxs):
             c.__exit__(exc_type, exc_val, exc_tb)
         g = tf1.get_default_graph()
+        with g.as_default():
+            restore_collection(self._frozen)
         self._ends = {k: len(g.get_collection(k)) for k in g.get_all_collection_keys()}
         return False
 
@@ -96,7 +119,8 @@ class BaseTowerContext:
 
 
 class TrainTowerContext(BaseTowerContext):
-    """A training tower. ``index``/``total`` place it among data-parallel towers."""
+    """A training tower. ``index``/``total`` place it among data-parallel towers; a tower
+    with ``index > 0`` adds nothing to ``SUMMARIES``, ``MOVING_SUMMARY_OPS`` or ``UPDATE_OPS``."""
 
     def __init__(self, ns_name: str, vs_name: str = "", index: int = 0, total: int = 1) -> None:
         super().__init__(ns_name, vs_name)
@@ -117,6 +141,9 @@ class TrainTowerContext(BaseTowerContext):
     def has_own_variables(self) -> bool:
         return self.index == 0 or len(self._vs_name) > 0
 
+    def _keys_to_freeze(self) -> list[str]:
+        return [] if self.index == 0 else tower_freeze_keys()
+
     def _get_scopes(self) -> list[Any]:
         if not self._name:
             return []
@@ -132,10 +159,14 @@ class TrainTowerContext(BaseTowerContext):
 
 class PredictTowerContext(BaseTowerContext):
     """An inference tower: reuses variables that exist, creates the ones that do not (so a
-    predictor can also be built in a fresh graph)."""
+    predictor can also be built in a fresh graph). Nothing built inside it lands in
+    ``SUMMARIES``, ``MOVING_SUMMARY_OPS`` or ``UPDATE_OPS``."""
 
     def __init__(self, ns_name: str, vs_name: str = "") -> None:
         super().__init__(ns_name, vs_name)
+
+    def _keys_to_freeze(self) -> list[str]:
+        return tower_freeze_keys()
 
     def _get_scopes(self) -> list[Any]:
         ret = [tf1.variable_scope(self._vs_name or tf1.get_variable_scope(), reuse=tf1.AUTO_REUSE)]
