@@ -146,7 +146,11 @@ class DataFromGenerator(DataFlow):
     def __len__(self) -> int:
         if self._size is not None:
             return int(self._size)
-        return len(self._gen)  # type: ignore[arg-type]
+        try:
+            return len(self._gen)  # type: ignore[arg-type]
+        except TypeError:
+            raise TypeError(f"DataFromGenerator over {type(self._gen).__name__} has no length; "
+                            "give size= if you know it") from None
 
 
 class DataFromIterable(DataFlow):
