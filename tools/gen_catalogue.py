@@ -14,7 +14,7 @@ import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TARGET = ROOT / "core" / "src" / "trainbus" / "_catalogue.py"
-GROUPS = ("trainbus.callbacks", "trainbus.train", "trainbus.tfutils.sessinit")
+GROUPS = ("trainbus.callbacks", "trainbus.train", "trainbus.tfutils.sessinit", "trainbus.dataflow")
 
 
 def build() -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from trainbus import _registry
+from trainbus import _modpaths, _registry
 from trainbus._exceptions import PluginAPIVersionError, PluginConflictError, PluginLoadError, StopTraining
 from trainbus._registry import PLUGIN_API_VERSION
 from trainbus.hookspecs import hookimpl, hookspec
@@ -27,7 +27,7 @@ _CORE_ALL = ["hookimpl", "hookspec", "StopTraining", "PluginConflictError", "Plu
 
 _LAZY_MODULES = {
     "callbacks", "train", "tfutils", "dataflow", "input_source", "predict", "utils", "models", "testing", "hookspecs",
-    "compose", "config_file",
+    "compose", "config_file", "compat", "graph_builder", "contrib",
 }
 _LAZY = {
     "ModelDesc": "trainbus.train", "ModelDescBase": "trainbus.train", "Trainer": "trainbus.train",
@@ -42,30 +42,35 @@ _LAZY = {
     "get_current_tower_context": "trainbus.tfutils", "argscope": "trainbus.tfutils", "get_arg_scope": "trainbus.tfutils",
     "get_default_sess_config": "trainbus.tfutils", "get_global_step_var": "trainbus.tfutils",
     "get_global_step_value": "trainbus.tfutils",
-    "DataFlow": "trainbus.dataflow", "RNGDataFlow": "trainbus.dataflow", "DataFromList": "trainbus.dataflow",
-    "DataFromGenerator": "trainbus.dataflow", "FakeData": "trainbus.dataflow", "BatchData": "trainbus.dataflow",
-    "MapData": "trainbus.dataflow",
+    "DataFlow": "trainbus.dataflow", "RNGDataFlow": "trainbus.dataflow",
     "InputSource": "trainbus.input_source", "FeedInput": "trainbus.input_source", "QueueInput": "trainbus.input_source",
     "StagingInput": "trainbus.input_source", "TFDatasetInput": "trainbus.input_source",
     "DummyConstantInput": "trainbus.input_source",
     "PredictConfig": "trainbus.predict", "OnlinePredictor": "trainbus.predict", "OfflinePredictor": "trainbus.predict",
     "logger": "trainbus.utils",
+    "tfv1": "trainbus.compat", "is_tfv2": "trainbus.compat",
 }
 _plugin_getattr, _plugin_dir = _registry.make_module_getattr(__name__, _registry.NAME_GROUPS, globals())
 
 
-#: the subpackages ``from trainbus import *`` binds (as ``from tensorpack import *`` does)
-_STAR_MODULES = ("callbacks", "train", "tfutils", "dataflow", "input_source", "predict", "utils", "models")
+#: the subpackages whose ``__all__`` ``from trainbus import *`` binds, in the order tensorpack's
+#: star import binds them (a later one wins a name two of them export)
+_STAR_MODULES = ("utils", "dataflow", "models", "callbacks", "tfutils", "train", "input_source", "predict")
+#: module names tensorpack's star import also binds
+_STAR_EXTRA = ("compat", "graph_builder", "tfv1")
+
+_modpaths.install()
 
 
 def _star_names() -> list[str]:
-    """``__all__``: the core's names, its lazy names and subpackages, and every name an
-    installed plugin distribution declares (read from entry-point metadata, importing
-    nothing; ``import *`` then imports each on demand)."""
-    names = [*_CORE_ALL, *_STAR_MODULES, *_LAZY]
-    seen = set(names)
-    names += [n for n in _registry.installed_names(_registry.NAME_GROUPS) if n not in seen]
-    return names
+    """``__all__``: the core's names, the subpackages and what each of them exports (plugin
+    names included: each subpackage lists what installed distributions declare). Imports the
+    subpackages (and so TensorFlow), as ``from tensorpack import *`` does."""
+    names = dict.fromkeys([*_CORE_ALL, *_STAR_MODULES, *_STAR_EXTRA, *_LAZY])
+    for sub in _STAR_MODULES:
+        names.update(dict.fromkeys(importlib.import_module(f"{__name__}.{sub}").__all__))
+    names.update(dict.fromkeys(_registry.installed_names(_registry.NAME_GROUPS)))
+    return list(names)
 
 
 def __getattr__(name: str) -> Any:
@@ -77,7 +82,18 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
-    return _plugin_getattr(name)
+    try:
+        return _plugin_getattr(name)
+    except AttributeError:
+        if name.startswith("_"):  # private submodules (``from trainbus import _registry``) import as files
+            raise
+    for sub in reversed(_STAR_MODULES):  # a name a subpackage exports (e.g. trainbus.Conv2D, trainbus.get_rng)
+        module = importlib.import_module(f"{__name__}.{sub}")
+        if name in module.__all__:
+            value = getattr(module, name)
+            globals()[name] = value
+            return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

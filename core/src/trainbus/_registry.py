@@ -17,12 +17,27 @@ from trainbus._catalogue import BUNDLES, KNOWN_PROVIDERS
 from trainbus._exceptions import PluginAPIVersionError, PluginConflictError, PluginLoadError
 
 #: The groups through which names are resolved, named after the facade modules.
-NAME_GROUPS = ("trainbus.callbacks", "trainbus.train", "trainbus.tfutils.sessinit")
+NAME_GROUPS = ("trainbus.callbacks", "trainbus.train", "trainbus.tfutils.sessinit", "trainbus.dataflow")
 #: Ambient plugins (observers, profilers, default contributions) load from this group.
 PLUGIN_GROUP = "trainbus.plugins"
 #: The plugin API version this core implements. A plugin distribution declares what it
 #: supports with the keyword ``trainbus-plugin-api=<spec>`` (e.g. ``>=1,<2``) in its metadata.
 PLUGIN_API_VERSION = 1
+
+#: tensorpack names and module paths (as ``trainbus.<...>``) trainbus does not provide, with the
+#: reason and what to use instead; importing one raises an ``ImportError`` that says so
+OUT_OF_SCOPE: dict[str, str] = {
+    "trainbus.utils.loadcaffe": "loading Caffe models needs Caffe's protobuf compiler and is out of scope for "
+                                "trainbus; convert the weights to a .npz once and load them with SmartInit",
+    "load_caffe": "loading Caffe models is out of scope for trainbus; convert the weights to a .npz once and "
+                  "load them with SmartInit",
+    "get_caffe_pb": "loading Caffe models is out of scope for trainbus",
+    "trainbus.tfutils.distributed": "it held tensorpack's internal helpers for distributed graph building; "
+                                    "trainbus.graph_builder has the public ones",
+    "trainbus.libinfo": "use trainbus.__version__",
+    "BytePSTrainer": "BytePS is not maintained for TensorFlow 2.x and is out of scope for trainbus; "
+                     "HorovodTrainer (trainbus-trainers-horovod) covers the same all-reduce data parallelism",
+}
 
 
 @functools.lru_cache(maxsize=None)
@@ -144,6 +159,8 @@ def resolve(module: str, name: str, groups: Iterable[str] | None = None) -> Any:
                 f"{module}.{name} is provided by the {dist!r} distribution, which is not installed.{hint}",
                 name=dist.replace("-", "_"),
             )
+    if name in OUT_OF_SCOPE:
+        raise ImportError(f"{module}.{name} is not provided by trainbus: {OUT_OF_SCOPE[name]}.", name=module)
     raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
 
@@ -175,10 +192,20 @@ def installed_names(groups: Iterable[str]) -> list[str]:
     return sorted({n for g in groups for n in index(g)})
 
 
-def make_module_getattr(module: str, groups: tuple[str, ...], namespace: dict) -> tuple[Any, Any]:
-    """PEP 562 ``__getattr__``/``__dir__`` pair for a facade module."""
+def make_module_getattr(module: str, groups: tuple[str, ...], namespace: dict,
+                        core_all: Iterable[str] | None = None) -> tuple[Any, Any]:
+    """PEP 562 ``__getattr__``/``__dir__`` pair for a facade module.
+
+    With ``core_all`` (the module's own public names; the module then defines no ``__all__``),
+    ``module.__all__`` is computed on access: those names, then every name an installed
+    distribution declares in ``groups`` (read from metadata, importing nothing), so that
+    ``from module import *`` binds the plugins' names too.
+    """
+    core_names = tuple(core_all) if core_all is not None else None
 
     def __getattr__(name: str) -> Any:
+        if name == "__all__" and core_names is not None:
+            return list(dict.fromkeys([*core_names, *installed_names(groups)]))
         if name.startswith("__"):
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
         value = resolve(module, name, groups)

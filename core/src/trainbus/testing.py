@@ -202,15 +202,37 @@ def _core_public_names() -> set[str]:
     """Names the core itself exports from the facade modules (a plugin may not reuse them)."""
     import trainbus
     import trainbus.callbacks
+    import trainbus.dataflow
     import trainbus.tfutils
     import trainbus.tfutils.sessinit
     import trainbus.train
 
     names: set[str] = set(getattr(trainbus, "_LAZY", {}))
-    for mod in (trainbus.callbacks, trainbus.train, trainbus.tfutils, trainbus.tfutils.sessinit):
-        names |= set(getattr(mod, "__all__", ()))
+    for mod in (trainbus.callbacks, trainbus.train, trainbus.tfutils, trainbus.tfutils.sessinit, trainbus.dataflow):
+        # a facade's own names (``_CORE_ALL`` where ``__all__`` is computed and so includes the plugins')
+        names |= set(getattr(mod, "_CORE_ALL", None) or mod.__dict__.get("__all__", ()))
         names |= set(getattr(mod, "_LAZY", {}))
     return names
+
+
+def _check_module_entry(ep: Any, obj: Any, where: str) -> list[str]:
+    """A module path (group ``trainbus.modules``) or a module exported by name
+    (``imgaug = "pkg.imgaug"`` in ``trainbus.dataflow``)."""
+    import inspect
+
+    from trainbus import _modpaths
+
+    if not inspect.ismodule(obj):
+        return [f"{where}: {obj!r} is not a module; a module path names a module (\"pkg.sub\", no \":attr\")"]
+    if ep.group == _modpaths.MODULE_GROUP:
+        if not ep.name.startswith("trainbus."):
+            return [f"{where}: the module path {ep.name!r} is outside trainbus; declare paths like "
+                    "\"trainbus.dataflow.mything\""]
+        return []
+    if obj.__name__.rsplit(".", 1)[-1] != ep.name:
+        return [f"{where}: the module is named {obj.__name__!r}; a module exported by name must be exported under "
+                f"its own last name ({obj.__name__.rsplit('.', 1)[-1]!r})"]
+    return []
 
 
 def check_distribution(name: str, raise_on_error: bool = True) -> list[str]:
@@ -227,7 +249,9 @@ def check_distribution(name: str, raise_on_error: bool = True) -> list[str]:
       ``HyperParam``) is allowed only if the package lists it in ``__all__``;
       ``trainbus.train``: a ``Trainer`` subclass or a factory function (``SyncMultiGPUTrainer``); ``trainbus.tfutils.sessinit``: a ``SessionInit``
       subclass or a factory function; ``trainbus.plugins``: registers on a plugin manager and
-      implements only known hooks;
+      implements only known hooks; ``trainbus.modules`` (module paths such as
+      ``"trainbus.dataflow.imgaug" = "pkg.imgaug"``): a module under a ``trainbus.`` path;
+      a module exported by name (``imgaug = "pkg.imgaug"``) carries its own last name;
     * every exported name is in its package's ``__all__``;
     * no class overrides a public hook method (``before_run`` instead of ``_before_run``);
     * no name is also provided by another installed distribution, or by the core itself.
@@ -260,7 +284,9 @@ def check_distribution(name: str, raise_on_error: bool = True) -> list[str]:
             raise DistributionCheckError(name, problems) from None
         return problems
     dname = dist.metadata["Name"]
-    groups = (*_registry.NAME_GROUPS, _registry.PLUGIN_GROUP)
+    from trainbus import _modpaths
+
+    groups = (*_registry.NAME_GROUPS, _registry.PLUGIN_GROUP, _modpaths.MODULE_GROUP)
     eps = [ep for ep in dist.entry_points if ep.group in groups]
     if not eps:
         problems.append(f"it declares no entry point in any trainbus group ({', '.join(groups)}); "
@@ -291,6 +317,9 @@ def check_distribution(name: str, raise_on_error: bool = True) -> list[str]:
             continue
         if ep.group == _registry.PLUGIN_GROUP:
             problems += _check_ambient(obj, where)
+            continue
+        if ep.group == _modpaths.MODULE_GROUP or inspect.ismodule(obj):
+            problems += _check_module_entry(ep, obj, where)
             continue
         # name == class/function name
         obj_name = getattr(obj, "__name__", None)

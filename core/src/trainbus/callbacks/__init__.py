@@ -15,7 +15,8 @@ from trainbus.callbacks.group import Callbacks
 from trainbus.callbacks.monitor import MonitorBase, Monitors
 from trainbus.callbacks.trigger import EnableCallbackIf, PeriodicCallback, PeriodicTrigger
 
-__all__ = ["Callback", "ProxyCallback", "CallbackFactory", "Callbacks", "PeriodicTrigger", "PeriodicCallback",
+_CORE_ALL = ["Callback", "ProxyCallback", "CallbackFactory", "Callbacks", "PeriodicTrigger", "PeriodicCallback",
            "EnableCallbackIf", "MonitorBase", "Monitors"]
 
-__getattr__, __dir__ = _registry.make_module_getattr(__name__, (__name__,), globals())
+# ``__all__`` is computed on access: the names above, then every installed plugin's names
+__getattr__, __dir__ = _registry.make_module_getattr(__name__, (__name__,), globals(), _CORE_ALL)

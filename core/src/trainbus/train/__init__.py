@@ -14,7 +14,7 @@ from trainbus import _registry
 from trainbus._defaults import DEFAULT_CALLBACKS, DEFAULT_MONITORS
 from trainbus._exceptions import StopTraining
 
-__all__ = ["StopTraining", "Trainer", "TowerTrainer", "SingleCostTrainer", "TrainConfig", "AutoResumeTrainConfig",
+_CORE_ALL = ["StopTraining", "Trainer", "TowerTrainer", "SingleCostTrainer", "TrainConfig", "AutoResumeTrainConfig",
            "launch_train_with_config", "DEFAULT_CALLBACKS", "DEFAULT_MONITORS", "ModelDesc", "ModelDescBase",
            "TrainingInterrupted"]
 
@@ -30,7 +30,8 @@ _LAZY = {
     "ModelDescBase": "trainbus.train.model_desc",
     "TrainingInterrupted": "trainbus.train._signals",
 }
-_plugin_getattr, _plugin_dir = _registry.make_module_getattr(__name__, (__name__,), globals())
+# ``__all__`` is computed on access: the names above, then every installed plugin's names
+_plugin_getattr, _plugin_dir = _registry.make_module_getattr(__name__, (__name__,), globals(), _CORE_ALL)
 
 
 def __getattr__(name: str) -> Any:

@@ -11,4 +11,9 @@ from trainbus_graph._callbacks import (
     RunUpdateOps,
 )
 
-__all__ = ["RunOp", "RunUpdateOps", "ProcessTensors", "DumpTensors", "DumpTensorAsImage", "CheckNumerics"]
+__all__ = ["RunOp", "RunUpdateOps", "ProcessTensors", "DumpTensors", "DumpTensor", "DumpTensorAsImage", "DumpParamAsImage",
+           "CheckNumerics"]
+
+#: tensorpack's other names for the same callbacks
+DumpTensor = DumpTensors
+DumpParamAsImage = DumpTensorAsImage

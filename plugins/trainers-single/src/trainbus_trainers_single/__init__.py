@@ -8,7 +8,7 @@ from trainbus.tfutils.tower import TowerFunc, TrainTowerContext
 from trainbus.train.tower import SingleCostTrainer
 from trainbus.utils import logger
 
-__all__ = ["SimpleTrainer", "NoOpTrainer"]
+__all__ = ["SimpleTrainer", "NoOpTrainer", "QueueInputTrainer"]
 
 
 class SimpleTrainer(SingleCostTrainer):
@@ -30,3 +30,17 @@ class NoOpTrainer(SimpleTrainer):
     def run_step(self) -> None:
         # a hooked run with nothing to fetch: hooks, feeds and the step counter still run
         self.hooked_sess.run([])
+
+
+class QueueInputTrainer(SimpleTrainer):
+    """tensorpack's older name for a :class:`SimpleTrainer` fed by a ``QueueInput`` (kept so
+    scripts that name it still run; ``SimpleTrainer`` with any input source does the same)."""
+
+    def _setup_graph(self, input: Any, get_cost_fn: TowerFunc, get_opt_fn: Callable[[], Any]) -> list:
+        from trainbus.input_source import QueueInput
+
+        if not isinstance(input, QueueInput):
+            raise TypeError(f"QueueInputTrainer trains from a QueueInput, got {type(input).__name__}; "
+                            "use SimpleTrainer for other input sources")
+        logger.warn("QueueInputTrainer is an old name: SimpleTrainer does the same with a QueueInput")
+        return super()._setup_graph(input, get_cost_fn, get_opt_fn)

@@ -1,0 +1,9 @@
+"""``TensorSpec`` at tensorpack's path (``tensorpack.compat.tensor_spec``): TensorFlow's own."""
+
+from __future__ import annotations
+
+from trainbus.tfutils._tf import tf as _tf
+
+__all__ = ["TensorSpec"]
+
+TensorSpec = _tf().TensorSpec
