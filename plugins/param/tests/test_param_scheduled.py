@@ -115,3 +115,46 @@ def test_scheduled_epoch_based_is_not_a_per_step_callback(logdir):
 def test_scheduled_rejects_bad_schedules_at_construction(kwargs, match):
     with pytest.raises(ValueError, match=match):
         C.ScheduledHyperParamSetter("learning_rate", **kwargs)
+
+
+@pytest.fixture()
+def tb_messages(tb_log):
+    return lambda level: [r.getMessage() for r in tb_log if r.levelname == level]
+
+
+@pytest.mark.parametrize("set_at_beginning, expected", [(True, 0.05), (False, DEFAULT_LR)])
+def test_starting_mid_schedule_with_a_different_value_warns(logdir, tb_messages, set_at_beginning, expected):
+    lr = LRPerEpoch()
+    setter = C.ScheduledHyperParamSetter("learning_rate", [(1, 0.05), (5, 0.01)], set_at_beginning=set_at_beginning)
+    tr = train_tiny(callbacks=[setter, lr], starting_epoch=3, max_epoch=3)
+    assert lr.values == _approx({3: expected})
+    warnings = [m for m in tb_messages("WARNING") if "by the schedule" in m]
+    assert warnings == ["ScheduledHyperParamSetter(learning_rate, schedule=[(1, 0.05), (5, 0.01)]): by the schedule, "
+                        "'learning_rate' should be 0.05 at the current point (epoch 2), but its current value is 0.1."]
+    if set_at_beginning:
+        assert "[HyperParamSetter] Setting 'learning_rate' to 0.05 (set_at_beginning=True)." in tb_messages("INFO")
+        assert tr.monitors.get_history("learning_rate") == [(0, 0.05)]
+    else:
+        assert any("keeps its current value (set_at_beginning=False)" in m for m in tb_messages("WARNING"))
+        assert "learning_rate" not in tr.monitors._history
+
+
+@pytest.mark.parametrize("schedule, starting_epoch", [
+    ([(1, DEFAULT_LR), (5, 0.01)], 3),  # mid-schedule, the value agrees
+    ([(4, 0.05), (5, 0.01)], 3),  # before the first scheduled point: nothing to compare
+    ([(0, 0.5), (2, 0.05)], 1),  # a fresh start sets epoch 0's value itself
+])
+def test_no_warning_when_the_value_agrees(logdir, tb_messages, schedule, starting_epoch):
+    train_tiny(callbacks=[C.ScheduledHyperParamSetter("learning_rate", schedule)], starting_epoch=starting_epoch,
+               max_epoch=starting_epoch)
+    assert [m for m in tb_messages("WARNING") if "by the schedule" in m] == []
+
+
+def test_interpolated_value_mid_schedule_is_set_without_warning(logdir, tb_messages):
+    # starting at epoch 3, the point is epoch 2: between (0, 0.4) and (4, 0.2), the interpolated
+    # 0.3 is set by the schedule itself, so the value agrees and nothing is reported
+    setter = C.ScheduledHyperParamSetter("learning_rate", [(0, 0.4), (4, 0.2)], interp="linear")
+    lr = LRPerEpoch()
+    train_tiny(callbacks=[setter, lr], starting_epoch=3, max_epoch=3)
+    assert lr.values == _approx({3: 0.3})
+    assert [m for m in tb_messages("WARNING") if "by the schedule" in m] == []

@@ -8,6 +8,8 @@ import os
 from collections import deque
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from trainbus.callbacks.base import Callback
 from trainbus.utils import logger
 
@@ -184,9 +186,11 @@ class ScheduledHyperParamSetter(HyperParamSetter):
         ``'linear'`` interpolates linearly between scheduled points every time the callback is
         triggered (no extrapolation: before the first point and after the last nothing is set).
     :param step_based: the schedule is in global steps (checked after every step) instead of epochs.
-    :param set_at_beginning: at the start of training, set the value the schedule dictates for
-        the current epoch/step (the latest scheduled point reached, interpolated with ``'linear'``),
-        even if it is not a scheduled point. If False, the value is set only at scheduled points.
+    :param set_at_beginning: when training starts past a scheduled point (a later
+        ``starting_epoch``, a restored global step) and the param differs from the value the
+        schedule dictates there (the latest scheduled point reached, interpolated with
+        ``'linear'``), a warning says so; with True the scheduled value is then set, with False
+        the param keeps its value (and is set only at scheduled points).
 
     Example::
 
@@ -264,10 +268,37 @@ class ScheduledHyperParamSetter(HyperParamSetter):
 
     def _before_train(self) -> None:
         point = self._current_point()
-        v = self._expected_at(point) if self._set_at_beginning else self._value_at(point)
+        v = self._value_at(point)
         self._note(v)
         if v is not None:
             self._apply(v)
+        self._check_value_at_beginning(point)
+
+    def _check_value_at_beginning(self, point: int) -> None:
+        """When training starts past a scheduled point (a later ``starting_epoch``, a restored
+        global step), compare the param with what the schedule says it should be by now: warn on
+        a difference, and set the scheduled value if ``set_at_beginning``."""
+        expected = self._expected_at(point)
+        if expected is None:
+            return
+        actual = self.param.get_value()
+        try:
+            agrees = bool(np.allclose(np.asarray(actual, dtype="float64"), expected))
+        except (TypeError, ValueError):
+            agrees = False
+        if agrees:
+            return
+        name = self.param.readable_name
+        where = f"{'step' if self._step else 'epoch'} {point}"
+        logger.warning(f"{self}: by the schedule, '{name}' should be {expected:.7g} at the current point ({where}), "
+                       f"but its current value is {_fmt(actual) if _is_number(actual) else repr(actual)}.")
+        if self._set_at_beginning:
+            logger.info(f"[HyperParamSetter] Setting '{name}' to {expected:.7g} (set_at_beginning=True).")
+            self._note(expected)
+            self._apply(expected)
+        else:
+            logger.warning(f"'{name}' keeps its current value (set_at_beginning=False). Unless another callback "
+                           "sets it, check how the parameter is initialized (or restored from the checkpoint).")
 
     def _apply(self, v: Any) -> None:
         super()._apply(v)
