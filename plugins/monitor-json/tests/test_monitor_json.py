@@ -123,6 +123,53 @@ def test_history_of_another_run_is_backed_up_not_appended(logdir):
     assert [r["global_step"] for r in read_stats(logdir)] == [1, 2]
 
 
+def _messages(records, level):
+    return [r.getMessage() for r in records if r.levelname == level]
+
+
+def test_new_run_at_a_later_epoch_without_checkpoint_appends(logdir, tb_log):
+    JSONWriter = trainbus.callbacks.JSONWriter
+    train_tiny(callbacks=[PutStats()], monitors=[JSONWriter()], max_epoch=2, steps_per_epoch=2)
+    old = read_stats(logdir)
+    # a new run (no checkpoint: global_step starts at 0 again) continuing at epoch 3
+    tr = train_tiny(callbacks=[PutStats()], monitors=[JSONWriter()], max_epoch=3, steps_per_epoch=2, starting_epoch=3)
+    stats = read_stats(logdir)
+    assert stats[:4] == old
+    assert [(r["epoch_num"], r["global_step"]) for r in stats] == [(1, 1), (1, 2), (2, 3), (2, 4), (3, 1), (3, 2)]
+    assert not [p for p in os.listdir(logdir) if p.startswith("stats.json.")]
+    assert any(f"Found the history of an earlier run in {logdir / 'stats.json'} (up to epoch 2)" in m
+               for m in _messages(tb_log, "INFO"))
+    assert not [m for m in _messages(tb_log, "WARNING") if "JSONWriter" in m]
+    assert tr.monitors.get_history("epoch_val") == [(2, 100.0), (4, 200.0), (2, 300.0)]
+
+
+def test_new_run_redoing_epochs_keeps_only_the_earlier_ones(logdir, tb_log):
+    JSONWriter = trainbus.callbacks.JSONWriter
+    train_tiny(callbacks=[PutStats()], monitors=[JSONWriter()], max_epoch=3, steps_per_epoch=2)
+    old = read_stats(logdir)
+    # epochs 2 and 3 are run again, without a checkpoint
+    train_tiny(callbacks=[PutStats()], monitors=[JSONWriter()], max_epoch=2, steps_per_epoch=2, starting_epoch=2)
+    stats = read_stats(logdir)
+    assert stats[:2] == old[:2]
+    assert [(r["epoch_num"], r["global_step"], r.get("epoch_val")) for r in stats] == [
+        (1, 1, None), (1, 2, 100.0), (2, 1, None), (2, 2, 200.0)]
+    assert "JSONWriter: dropped 4 record(s) of epochs >= starting_epoch=2." in _messages(tb_log, "INFO")
+
+
+def test_gap_between_history_and_starting_epoch_backs_up(logdir, tb_log):
+    JSONWriter = trainbus.callbacks.JSONWriter
+    train_tiny(callbacks=[PutStats()], monitors=[JSONWriter()], max_epoch=1, steps_per_epoch=2)
+    old = read_stats(logdir)
+    train_tiny(callbacks=[PutStats()], monitors=[JSONWriter()], max_epoch=3, steps_per_epoch=2, starting_epoch=3)
+    backups = [p for p in os.listdir(logdir) if p.startswith("stats.json.")]
+    assert len(backups) == 1 and json.load(open(logdir / backups[0])) == old
+    assert [r["epoch_num"] for r in read_stats(logdir)] == [3, 3]
+    warning = [m for m in _messages(tb_log, "WARNING") if m.startswith("JSONWriter:")]
+    assert len(warning) == 1
+    assert "its last epoch before this run is 1, not the one before starting_epoch=3" in warning[0]
+    assert f"moved to {logdir / backups[0]}" in warning[0]
+
+
 def test_corrupt_existing_file_is_an_error_naming_it_and_is_kept(logdir):
     path = logdir / "stats.json"
     path.write_text('[{"epoch_num": 1, "global_step": 2, "cost": 0.')

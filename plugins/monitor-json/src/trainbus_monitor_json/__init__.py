@@ -2,7 +2,7 @@
 
 The file is rewritten atomically (temporary file, fsync, rename) at the end of every epoch and
 when training ends, so a process killed at any moment leaves a valid file that holds every
-finished epoch. A resumed run appends to it.
+finished epoch. A run that starts where the history ends (resumed or not) appends to it.
 """
 
 from __future__ import annotations
@@ -27,10 +27,13 @@ class JSONWriter(MonitorBase):
     """Write all scalars to ``stats.json`` under ``logger.get_logger_dir()``: a list of dicts,
     one per global step at which scalars were put, each with ``epoch_num`` and ``global_step``.
 
-    If the file exists when training starts and its last epoch is the one before
-    ``starting_epoch``, the run appends to it (records of steps later than the restored
-    ``global_step`` are dropped first) and the earlier history becomes available through
-    ``trainer.monitors.get_history``. Otherwise the old file is kept as a time-stamped backup.
+    If the file exists when training starts, the run appends to it when its records before
+    ``starting_epoch`` end with the epoch just before: a new run started at a later epoch keeps
+    the earlier history, with or without a restored checkpoint. Records of epochs from
+    ``starting_epoch`` on (and, when a checkpoint was restored, of steps after its
+    ``global_step``) are dropped first, and the earlier history becomes available through
+    ``trainer.monitors.get_history``. Otherwise (e.g. a run from epoch 1 in a used directory)
+    a warning says so and the old file is kept as a time-stamped backup.
 
     Without a logger directory the writer warns and does nothing, as in tensorpack.
     """
@@ -81,14 +84,19 @@ class JSONWriter(MonitorBase):
         if existing is None:
             return
         trainer = self.trainer
-        gs = trainer.global_step
-        kept = [r for r in existing if not isinstance(r, dict) or _record_step(r) is None or _record_step(r) <= gs]
+        start, gs = trainer.starting_epoch, trainer.global_step
+        # the earlier records that precede this run: epochs before starting_epoch and, when a
+        # checkpoint was restored, steps up to its global_step
+        kept = [r for r in existing if _precedes(r, start, gs)]
         dropped = len(existing) - len(kept)
         last_epoch = _record_epoch(kept[-1]) if kept else None
-        if kept and last_epoch is not None and last_epoch + 1 == trainer.starting_epoch:
-            logger.info(f"Found the history of an earlier run in {self._fname}; JSONWriter appends to it.")
+        if kept and last_epoch is not None and last_epoch + 1 == start:
+            logger.info(f"Found the history of an earlier run in {self._fname} (up to epoch {last_epoch}); "
+                        "JSONWriter appends to it.")
             if dropped:
-                logger.info(f"JSONWriter: dropped {dropped} record(s) of steps later than the restored global_step {gs}.")
+                later = f"epochs >= starting_epoch={start}" + (f" or steps after the restored global_step {gs}"
+                                                                 if gs > 0 else "")
+                logger.info(f"JSONWriter: dropped {dropped} record(s) of {later}.")
                 self._dirty = True
             self._stats = kept + self._stats
             monitors = getattr(trainer, "monitors", None)
@@ -99,12 +107,14 @@ class JSONWriter(MonitorBase):
             return
         backup = os.path.join(self._dir, self.FILENAME + "." + datetime.now().strftime("%m%d-%H%M%S"))
         if last_epoch is None:
-            why = f"none of its records is at or before the restored global_step {gs}"
+            why = (f"none of its records is before starting_epoch={start}"
+                   + (f" and at or before the restored global_step {gs}" if gs > 0 else ""))
         else:
-            why = f"its last epoch {last_epoch} is not the one before starting_epoch={trainer.starting_epoch}"
+            why = f"its last epoch before this run is {last_epoch}, not the one before starting_epoch={start}"
         logger.warning(f"JSONWriter: {self._fname} holds another run's history ({why}); it is moved to {backup} "
-                       "and a new history starts. To resume, restore the checkpoint and set starting_epoch to the "
-                       "epoch after the last finished one (e.g. JSONWriter.load_existing_epoch_number() + 1).")
+                       "and a new history starts. To continue it, set starting_epoch to the epoch after its last "
+                       "one (JSONWriter.load_existing_epoch_number() + 1; restore the checkpoint too to resume "
+                       "training), or use AutoResumeTrainConfig.")
         shutil.move(self._fname, backup)
 
     def process_scalar(self, name: str, val: Any) -> None:
@@ -163,6 +173,19 @@ class JSONWriter(MonitorBase):
 
     def __str__(self) -> str:
         return "JSONWriter" if self.enabled else "JSONWriter(disabled: no logger directory)"
+
+
+def _precedes(rec: Any, starting_epoch: int, global_step: int) -> bool:
+    """Whether a record of the existing file comes before a run starting at ``starting_epoch``
+    with ``global_step`` (0 unless a checkpoint was restored). Records without an epoch or step
+    cannot be placed and are kept."""
+    if not isinstance(rec, dict):
+        return True
+    epoch = _record_epoch(rec)
+    if epoch is not None and epoch >= starting_epoch:
+        return False
+    step = _record_step(rec)
+    return not (global_step > 0 and step is not None and step > global_step)
 
 
 def _record_step(rec: dict) -> int | None:
