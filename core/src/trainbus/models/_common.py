@@ -62,6 +62,18 @@ def activate(x: Any, activation: Any, layer: str) -> Any:
     return tf.identity(y, name="output")
 
 
+def add_activity_loss(out: Any, regularizer: Any, layer: str) -> None:
+    """Add ``regularizer(out) / batch_size`` to ``REGULARIZATION_LOSSES`` (as ``tf.layers`` does)."""
+    if regularizer is None:
+        return
+    if not callable(regularizer):
+        raise TypeError(f"{layer}: activity_regularizer must be callable (tensor -> scalar), got {regularizer!r}")
+    with tf1.name_scope("ActivityRegularizer"):
+        loss = tf.cast(regularizer(out), out.dtype)
+        loss = loss / tf.cast(tf.shape(out)[0], loss.dtype)
+    tf1.add_to_collection(tf1.GraphKeys.REGULARIZATION_LOSSES, loss)
+
+
 def need_tower_training(training: Any, layer: str) -> bool:
     from trainbus.tfutils.tower import get_current_tower_context
 

@@ -6,12 +6,14 @@ from typing import Any
 
 import tensorflow as tf
 
-from trainbus.models._common import activate, channel_dim, data_format_nhwc, default_kernel_init, pair, padding_upper
-from trainbus.models.registry import VariableHolder, layer_register
+from trainbus.models._common import (activate, add_activity_loss, channel_dim, data_format_nhwc, default_kernel_init,
+                                     pair, padding_upper)
+from trainbus.models.registry import layer_register
+from trainbus.models.utils import VariableHolder
 
 tf1 = tf.compat.v1
 
-__all__ = ["Conv2D", "Conv2DTranspose"]
+__all__ = ["Conv2D", "Deconv2D", "Conv2DTranspose"]
 
 _ALIASES = {"out_channel": "filters", "kernel_shape": "kernel_size", "stride": "strides", "nl": "activation",
             "W_init": "kernel_initializer", "b_init": "bias_initializer"}
@@ -25,11 +27,15 @@ def _nd(v: tuple[int, int], fmt: str) -> list[int]:
 def Conv2D(inputs: Any, filters: int, kernel_size: Any, strides: Any = (1, 1), padding: str = "same",
            data_format: str = "channels_last", dilation_rate: Any = (1, 1), activation: Any = None,
            use_bias: bool = True, kernel_initializer: Any = None, bias_initializer: Any = None,
-           kernel_regularizer: Any = None, bias_regularizer: Any = None, split: int = 1) -> Any:
+           kernel_regularizer: Any = None, bias_regularizer: Any = None, activity_regularizer: Any = None,
+           split: int = 1) -> Any:
     """2D convolution: variables ``W`` (kh, kw, in_channels / split, filters) and ``b`` (filters).
 
     :param split: number of channel groups (grouped convolution); in and out channels must
         be divisible by it.
+    :param kernel_regularizer, bias_regularizer: ``f(variable) -> scalar``; the loss goes to
+        ``tf.GraphKeys.REGULARIZATION_LOSSES``. ``activity_regularizer``: ``f(output) -> scalar``,
+        added there divided by the batch size.
 
     Aliases: ``out_channel`` = ``filters``, ``kernel_shape`` = ``kernel_size``, ``stride`` =
     ``strides``, ``nl`` = ``activation``, ``W_init``/``b_init``. ``data_format`` is
@@ -56,14 +62,16 @@ def Conv2D(inputs: Any, filters: int, kernel_size: Any, strides: Any = (1, 1), p
         ws = tf.split(W, split, axis=3)
         y = tf.concat([tf.nn.conv2d(xi, wi, _nd(s, fmt), pad, data_format=fmt, dilations=_nd(d, fmt))
                        for xi, wi in zip(xs, ws)], axis=caxis)
-    return _bias_and_activate(y, x, W, filters, use_bias, bias_initializer, bias_regularizer, fmt, activation, "Conv2D")
+    return _bias_and_activate(y, x, W, filters, use_bias, bias_initializer, bias_regularizer, fmt, activation,
+                              activity_regularizer, "Conv2D")
 
 
 @layer_register(log_shape=True, aliases=_ALIASES)
 def Conv2DTranspose(inputs: Any, filters: int, kernel_size: Any, strides: Any = (1, 1), padding: str = "same",
                     data_format: str = "channels_last", activation: Any = None, use_bias: bool = True,
                     kernel_initializer: Any = None, bias_initializer: Any = None,
-                    kernel_regularizer: Any = None, bias_regularizer: Any = None) -> Any:
+                    kernel_regularizer: Any = None, bias_regularizer: Any = None,
+                    activity_regularizer: Any = None) -> Any:
     """2D transposed convolution ("deconvolution"): variables ``W`` (kh, kw, filters,
     in_channels) and ``b`` (filters). Output spatial size: ``in * stride`` with 'same',
     ``(in - 1) * stride + kernel`` with 'valid'. Same aliases as :func:`Conv2D`.
@@ -99,11 +107,15 @@ def Conv2DTranspose(inputs: Any, filters: int, kernel_size: Any, strides: Any = 
     y = tf.nn.conv2d_transpose(x, W, out_shape, _nd(s, fmt), padding=pad, data_format=fmt)
     y.set_shape(static_shape)
     return _bias_and_activate(y, x, W, filters, use_bias, bias_initializer, bias_regularizer, fmt, activation,
-                              "Conv2DTranspose")
+                              activity_regularizer, "Conv2DTranspose")
+
+
+Deconv2D = Conv2DTranspose
 
 
 def _bias_and_activate(y: Any, x: Any, W: Any, filters: int, use_bias: bool, bias_initializer: Any,
-                       bias_regularizer: Any, fmt: str, activation: Any, layer: str) -> Any:
+                       bias_regularizer: Any, fmt: str, activation: Any, activity_regularizer: Any,
+                       layer: str) -> Any:
     """The common end of the convolution layers: optional bias ``b``, activation, and the
     ``.variables`` holder (``W``, ``b``)."""
     b = None
@@ -112,5 +124,6 @@ def _bias_and_activate(y: Any, x: Any, W: Any, filters: int, use_bias: bool, bia
                              regularizer=bias_regularizer)
         y = tf.nn.bias_add(y, b, data_format=fmt)
     out = activate(y, activation, layer)
+    add_activity_loss(out, activity_regularizer, layer)
     out.variables = VariableHolder(W=W, **({"b": b} if b is not None else {}))
     return out

@@ -6,8 +6,9 @@ from typing import Any
 
 import tensorflow as tf
 
-from trainbus.models._common import activate, default_kernel_init
-from trainbus.models.registry import VariableHolder, layer_register
+from trainbus.models._common import activate, add_activity_loss, default_kernel_init
+from trainbus.models.registry import layer_register
+from trainbus.models.utils import VariableHolder
 
 tf1 = tf.compat.v1
 
@@ -18,9 +19,12 @@ __all__ = ["FullyConnected"]
                                          "b_init": "bias_initializer"})
 def FullyConnected(inputs: Any, units: int, activation: Any = None, use_bias: bool = True,
                    kernel_initializer: Any = None, bias_initializer: Any = None,
-                   kernel_regularizer: Any = None, bias_regularizer: Any = None) -> Any:
+                   kernel_regularizer: Any = None, bias_regularizer: Any = None,
+                   activity_regularizer: Any = None) -> Any:
     """``activation(flatten(inputs) @ W + b)``: variables ``W`` (in, units) and ``b`` (units).
     The input is flattened to 2D first.
+
+    Regularizers as in :func:`trainbus.models.Conv2D`.
 
     Aliases: ``out_dim`` = ``units``, ``nl`` = ``activation``, ``W_init``/``b_init``.
     """
@@ -49,5 +53,6 @@ def FullyConnected(inputs: Any, units: int, activation: Any = None, use_bias: bo
                              regularizer=bias_regularizer)
         y = tf.nn.bias_add(y, b)
     out = activate(y, activation, "FullyConnected")
+    add_activity_loss(out, activity_regularizer, "FullyConnected")
     out.variables = VariableHolder(W=W, **({"b": b} if b is not None else {}))
     return out

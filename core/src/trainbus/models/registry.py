@@ -5,43 +5,60 @@ from __future__ import annotations
 
 import functools
 import inspect
-import weakref
+import re
 from typing import Any, Callable, Mapping
 
 import tensorflow as tf
 
+from trainbus.models.utils import VariableHolder
 from trainbus.tfutils.argscope import get_arg_scope
 from trainbus.utils import logger
 
 tf1 = tf.compat.v1
 
-__all__ = ["layer_register", "get_registered_layer", "VariableHolder"]
+__all__ = ["layer_register", "disable_layer_logging"]
 
 _LAYER_REGISTRY: dict[str, Callable[..., Any]] = {}
-_LOGGED: "weakref.WeakKeyDictionary[Any, set[str]]" = weakref.WeakKeyDictionary()
 
 
-class VariableHolder:
-    """Attribute access to a layer's variables: ``out.variables.W``."""
+class _Everything:
+    def __contains__(self, item: Any) -> bool:
+        return True
 
-    def __init__(self, **kwargs: Any) -> None:
-        self._vars = dict(kwargs)
-        for k, v in kwargs.items():
-            setattr(self, k, v)
+    def add(self, item: Any) -> None:
+        pass
 
-    def all(self) -> list[Any]:
-        """Every variable held."""
-        return list(self._vars.values())
+
+# scope names (without the towerN/ prefix) whose shapes were logged already
+_LAYER_LOGGED: Any = set()
+
+
+def disable_layer_logging() -> None:
+    """From now on, no layer logs its input/output shapes (e.g. before building many towers)."""
+    global _LAYER_LOGGED
+    _LAYER_LOGGED = _Everything()
+
+
+def _register(name: str, func: Callable[..., Any]) -> None:
+    if name == "tf":
+        raise ValueError("layer_register: a layer cannot be named 'tf' (LinearWrap uses .tf for TensorFlow ops)")
+    old = _LAYER_REGISTRY.get(name)
+    if old is not None and getattr(old, "__module__", None) != getattr(func, "__module__", None):
+        logger.warn(f"layer_register: layer {name!r} from {func.__module__} replaces the one from {old.__module__} "
+                    "(LinearWrap and argscope now use the new one)")
+    _LAYER_REGISTRY[name] = func
+    if name == "Conv2DTranspose":
+        _LAYER_REGISTRY["Deconv2D"] = func
 
 
 def get_registered_layer(name: str) -> Callable[..., Any] | None:
-    """The registered layer called ``name``, or None."""
+    """The registered layer called ``name`` (e.g. ``'Conv2D'``), or None."""
     return _LAYER_REGISTRY.get(name)
 
 
-def _make_normalizer(layer_name: str, aliases: Mapping[str, str], params: list[str]) -> Callable[..., dict]:
+def _make_normalizer(layer_name: str, aliases: Mapping[str, str]) -> Callable[..., dict]:
     def normalize(kwargs: dict[str, Any], where: str | None = None) -> dict[str, Any]:
-        out = {}
+        out: dict[str, Any] = {}
         for k, v in kwargs.items():
             canon = aliases.get(k, k)
             if canon in out:
@@ -53,40 +70,55 @@ def _make_normalizer(layer_name: str, aliases: Mapping[str, str], params: list[s
     return normalize
 
 
-def _should_log() -> bool:
-    from trainbus.tfutils.tower import get_current_tower_context
+def _shape_str(x: Any) -> str:
+    def one(t: Any) -> str:
+        s = getattr(t, "shape", None)
+        try:
+            return str(s.as_list()) if s is not None else repr(t)
+        except ValueError:
+            return "<unknown>"
 
-    ctx = get_current_tower_context()
-    return ctx is None or ctx.is_main_training_tower
-
-
-def _shape(x: Any) -> Any:
     if isinstance(x, (list, tuple)):
-        x = x[0] if x else None
-    s = getattr(x, "shape", None)
-    try:
-        return s.as_list() if s is not None else None
-    except ValueError:
-        return None
+        return ",".join(one(t) for t in x)
+    return one(x)
+
+
+def _is_tensor_input(x: Any) -> bool:
+    if isinstance(x, (tf.Tensor, tf.Variable)):
+        return True
+    return isinstance(x, (list, tuple)) and len(x) > 0 and isinstance(x[0], (tf.Tensor, tf.Variable))
 
 
 def layer_register(log_shape: bool = False, use_scope: bool | None = True,
                    aliases: Mapping[str, str] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register a layer function: ``Layer(name, input, ...)``.
+    """Register a layer function ``f(inputs, ...)``.
 
-    :param log_shape: log the input and output shapes (once per layer, in the main tower).
-    :param use_scope: True: the first argument is the name, a variable scope the layer runs
-        in. False: no name. None: the name is optional (given if the first argument is a str).
+    :param log_shape: log the input and output shapes (once per layer name, in the main tower).
+    :param use_scope: True: called as ``f(name, inputs, ...)`` and run under variable scope
+        ``name``. None: the name is optional (taken if the first argument is a str). False:
+        called as ``f(inputs, ...)``; a str first argument still works as a name, with a warning.
     :param aliases: ``{old argument name: argument name}`` accepted at calls and in argscopes.
 
-    The layer takes default keyword arguments from :func:`trainbus.tfutils.argscope.argscope`.
+    The layer takes default keyword arguments from :func:`trainbus.tfutils.argscope.argscope`;
+    arguments given at the call win. Positional arguments after the input map to the
+    function's parameters in order. An unknown argument raises a ``TypeError`` naming the
+    layer and the argument.
     """
     aliases = dict(aliases or {})
+    if use_scope is not True and log_shape:
+        raise ValueError("layer_register: log_shape=True needs use_scope=True (the shapes are logged per name)")
 
     def deco(func: Callable[..., Any]) -> Callable[..., Any]:
         sig = inspect.signature(func)
-        params = list(sig.parameters)
-        normalize = _make_normalizer(func.__name__, aliases, params)
+        params = list(sig.parameters.values())
+        positional = [p.name for p in params
+                      if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        var_pos = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
+        var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+        known = [p.name for p in params if p.kind not in (inspect.Parameter.VAR_POSITIONAL,
+                                                          inspect.Parameter.VAR_KEYWORD)]
+        lname = func.__name__
+        normalize = _make_normalizer(lname, aliases)
 
         @functools.wraps(func)
         def wrapped(*args: Any, **kwargs: Any) -> Any:
@@ -94,49 +126,78 @@ def layer_register(log_shape: bool = False, use_scope: bool | None = True,
             name = None
             if use_scope:
                 if not args_l or not isinstance(args_l[0], str):
-                    raise TypeError(f"{func.__name__} needs a name (str) as its first argument, then the input; "
-                                    f"got {args_l[:1]!r}")
+                    raise TypeError(f"{lname} needs a name (str) as its first argument, then the input; "
+                                    f"got {args_l[:1]!r}. Did you forget the layer name?")
                 name = args_l.pop(0)
-            elif use_scope is None and args_l and isinstance(args_l[0], str):
+            elif args_l and isinstance(args_l[0], str):
+                if use_scope is False:
+                    logger.warn(f"Layer {lname} is called with a name ({args_l[0]!r}) but is registered with "
+                                "use_scope=False: call it without the name, or register it with use_scope=None")
                 name = args_l.pop(0)
-            if not args_l and params and params[0] not in kwargs:
-                raise TypeError(f"{func.__name__}({name!r}, ...) needs an input tensor")
-            kwargs = normalize(kwargs, where=func.__name__)
+            where = f"{lname}{'(' + repr(name) + ')' if name else ''}"
+            if not args_l:
+                raise TypeError(f"{where} needs an input tensor after the name")
+            if not _is_tensor_input(args_l[0]):
+                raise ValueError(f"{where}: invalid input {args_l[0]!r}; the input must be a tf.Tensor/tf.Variable "
+                                 "or a list of them")
+            kwargs = normalize(kwargs, where=where)
             # positional arguments after the input become keywords so the argscope can merge
-            if len(args_l) > len(params):
-                raise TypeError(f"{func.__name__} takes at most {len(params)} positional arguments after the name, "
-                                f"got {len(args_l)}")
-            for pname, val in zip(params, args_l):
+            extra: list[Any] = []
+            if len(args_l) > len(positional):
+                if not var_pos:
+                    raise TypeError(f"{where} takes at most {len(positional) - 1} positional argument(s) after the "
+                                    f"input ({', '.join(positional[1:]) or 'none'}), got {len(args_l) - 1}; "
+                                    "give the others by keyword")
+                extra = args_l[len(positional):]
+                args_l = args_l[:len(positional)]
+            for pname, val in zip(positional, args_l):
                 if pname in kwargs:
-                    raise TypeError(f"{func.__name__}: argument {pname!r} given positionally and by keyword")
+                    raise TypeError(f"{where}: argument {pname!r} given positionally and by keyword")
                 kwargs[pname] = val
-            actual = dict(get_arg_scope().get(func.__name__, {}))
+            actual = dict(get_arg_scope().get(lname, {}))
             actual.update(kwargs)
-            unknown = sorted(k for k in actual if k not in sig.parameters)
-            if unknown:
-                raise TypeError(f"{func.__name__}{' ' + repr(name) if name else ''}: unknown argument(s) {unknown}; "
-                                f"arguments are {params}, aliases {aliases}")
-            if name is not None:
-                with tf1.variable_scope(name) as scope:
-                    out = func(**actual)
-                scope_name = scope.name
-            else:
-                out = func(**actual)
-                scope_name = func.__name__
-            if log_shape and _should_log():
-                g = tf1.get_default_graph()
-                logged = _LOGGED.setdefault(g, set())
-                if scope_name not in logged:
-                    logged.add(scope_name)
-                    logger.info(f"{scope_name} input: {_shape(actual.get(params[0]))}")
-                    logger.info(f"{scope_name} output: {_shape(out)}")
+            if not var_kw:
+                unknown = sorted(k for k in actual if k not in known)
+                if unknown:
+                    raise TypeError(f"{where}: unknown argument(s) {unknown}; its arguments are {known[1:]}"
+                                    + (f", aliases {aliases}" if aliases else ""))
+            inputs = actual[positional[0]] if positional else None
+
+            def call() -> Any:
+                if extra:
+                    pos = [actual.pop(p) for p in positional]
+                    return func(*pos, *extra, **actual)
+                return func(**actual)
+
+            if name is None:
+                return call()
+            with tf1.variable_scope(name) as scope:
+                scope_name = re.sub(r"tower[0-9]+/", "", scope.name)
+                do_log = log_shape and scope_name not in _LAYER_LOGGED and _should_log()
+                in_shape = _shape_str(inputs) if do_log else ""
+                out = call()
+                if do_log:
+                    logger.info(f"'{scope.name}': {in_shape} --> {_shape_str(out)}")
+                    _LAYER_LOGGED.add(scope_name)
             return out
 
         wrapped.symbolic_function = func  # type: ignore[attr-defined]
         wrapped.use_scope = use_scope  # type: ignore[attr-defined]
         wrapped.normalize_kwargs = normalize  # type: ignore[attr-defined]
         wrapped.aliases = dict(aliases)  # type: ignore[attr-defined]
-        _LAYER_REGISTRY[func.__name__] = wrapped
+        wrapped.__argscope_enabled__ = True  # type: ignore[attr-defined]
+        _register(lname, wrapped)
         return wrapped
 
     return deco
+
+
+def _should_log() -> bool:
+    from trainbus.tfutils.tower import get_current_tower_context
+
+    ctx = get_current_tower_context()
+    return ctx is None or ctx.is_main_training_tower
+
+
+# kept importable from here as before
+VariableHolder = VariableHolder
