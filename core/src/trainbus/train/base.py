@@ -607,8 +607,9 @@ class Trainer:
         extra_callbacks: Sequence[Callback] | None = None,
     ) -> None:
         """``train()`` with defaults: ``extra_callbacks`` defaults to ``DEFAULT_CALLBACKS()``
-        and is appended to ``callbacks``; ``monitors`` defaults to ``DEFAULT_MONITORS()``;
-        ``steps_per_epoch`` defaults to the input's size."""
+        and is appended to ``callbacks``; ``monitors`` defaults to ``DEFAULT_MONITORS()``; every
+        other option has a default except ``steps_per_epoch``, which must be given (as in
+        tensorpack; ``TrainConfig`` is what defaults it to the size of the data)."""
         from trainbus.train.config import DEFAULT_CALLBACKS, DEFAULT_MONITORS
         from trainbus.tfutils.sesscreate import NewSessionCreator
         from trainbus.tfutils.sessinit import JustCurrentSession
@@ -620,7 +621,12 @@ class Trainer:
         extra_callbacks = DEFAULT_CALLBACKS() if extra_callbacks is None else extra_callbacks
         callbacks.extend(_as_list(extra_callbacks, "extra_callbacks"))
         if steps_per_epoch is None:
-            steps_per_epoch = self._default_steps_per_epoch()
+            raise ValueError(
+                f"{type(self).__name__}.train_with_defaults() needs steps_per_epoch: it has a default for every "
+                "other option, not for this one. Pass steps_per_epoch=N (e.g. len(dataflow) for one pass over "
+                "the data), or train with launch_train_with_config(TrainConfig(...), trainer), which defaults "
+                "it to the size of the data."
+            )
         session_creator = session_creator or NewSessionCreator()
         session_init = session_init or JustCurrentSession()
         self.train(callbacks, monitors, session_creator, session_init, steps_per_epoch, starting_epoch, max_epoch)
