@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import zipfile
 from typing import Any, Iterable, Mapping
 
 import numpy as np
@@ -176,17 +177,49 @@ def get_checkpoint_path(path: str) -> str:
 
 
 def load_checkpoint_vars(path: str) -> dict[str, np.ndarray]:
-    """Every variable of a checkpoint as ``{name: numpy value}``.
+    """Every variable of a checkpoint, or of an ``.npz`` parameter file, as ``{name: numpy value}``.
 
-    :param path: a checkpoint (prefix, file, ``checkpoint`` state file or directory).
+    :param path: a checkpoint (prefix, file, ``checkpoint`` state file or directory), or a file
+        whose name ends with ``.npz`` (as written by :func:`save_checkpoint_vars` or
+        :func:`dump_session_params`); names lose a ``:0`` suffix.
     """
+    path = os.path.expanduser(str(path))
+    if path.endswith(".npz"):
+        return _load_npz(path)
     reader = tf1.train.NewCheckpointReader(get_checkpoint_path(path))
     return {name: reader.get_tensor(name) for name in sorted(reader.get_variable_to_shape_map())}
 
 
+def _load_npz(path: str) -> dict[str, np.ndarray]:
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"load_checkpoint_vars: the parameter file {path!r} does not exist")
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            return {get_op_tensor_name(k)[0]: npz[k] for k in npz.files}
+    except (ValueError, OSError, zipfile.BadZipFile) as e:
+        raise ValueError(f"load_checkpoint_vars: {path!r} is not a readable .npz parameter file ({e}); write one "
+                         "with save_checkpoint_vars(dict, 'file.npz') or numpy.savez") from e
+
+
+def _write_npz(path: str, arrays: Mapping[str, np.ndarray]) -> None:
+    """A compressed ``.npz`` (what ``numpy.savez_compressed`` writes), written atomically. The
+    archive is built here so that any variable name works, also ``file`` (a parameter of
+    ``savez_compressed``)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED, allowZip64=True) as zf:
+        for name, value in arrays.items():
+            with zf.open(name + ".npy", "w", force_zip64=True) as f:
+                try:
+                    np.lib.format.write_array(f, value, allow_pickle=False)
+                except ValueError as e:
+                    raise TypeError(f"save_checkpoint_vars: value of {name!r} has dtype {value.dtype}, which "
+                                    f"cannot be stored in an .npz without pickling ({e})") from None
+    atomic_write_bytes(path, buf.getvalue())
+
+
 def save_checkpoint_vars(dic: Mapping[str, Any], path: str) -> None:
     """Save ``{name: numpy value}`` to ``path``: an ``.npz`` if the name ends with ``.npz``,
-    otherwise a TF checkpoint with prefix ``path``.
+    otherwise a TF checkpoint with prefix ``path``. :func:`load_checkpoint_vars` reads both.
 
     :param dic: ``{name: value}``; names may carry a ``:0`` suffix (removed).
     :param path: the output path.
@@ -194,11 +227,13 @@ def save_checkpoint_vars(dic: Mapping[str, Any], path: str) -> None:
     if not isinstance(dic, Mapping):
         raise TypeError(f"save_checkpoint_vars needs a dict of {{name: value}}, got {type(dic).__name__}")
     clean = {get_op_tensor_name(k)[0]: np.asarray(v) for k, v in dic.items()}
-    path = str(path)
+    path = os.path.expanduser(str(path))
+    if path.endswith(".npy"):
+        raise ValueError(f"save_checkpoint_vars: {path!r} ends with .npy, which holds one array; name the file "
+                         "*.npz for a parameter file, or give a checkpoint prefix")
+    logger.info(f"Variables to save to {path}: {', '.join(sorted(clean)) or '(none)'}")
     if path.endswith(".npz"):
-        buf = io.BytesIO()
-        np.savez_compressed(buf, **clean)
-        atomic_write_bytes(path, buf.getvalue())
+        _write_npz(path, clean)
         return
     d = os.path.dirname(path)
     if d:
