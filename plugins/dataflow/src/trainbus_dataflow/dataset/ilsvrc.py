@@ -1,0 +1,339 @@
+"""ILSVRC12 (ImageNet 1000 classes): the directory layout of the image tarballs and Caffe's meta files."""
+
+from __future__ import annotations
+
+import os
+import struct
+from typing import Iterator
+
+import numpy as np
+
+from trainbus.utils import logger
+from trainbus.utils.fs import get_dataset_path, mkdir_p
+from trainbus_dataflow.base import RNGDataFlow
+from trainbus_dataflow.dataset._files import (DatasetFileNotFoundError, corrupt_file_error, extract_tarball,
+                                              fetch_file)
+
+__all__ = ["ILSVRCMeta", "ILSVRC12", "ILSVRC12Files", "parse_blob_proto"]
+
+CAFFE_ILSVRC12_URL = ("http://dl.caffe.berkeleyvision.org/caffe_ilsvrc12.tar.gz", 17858008)
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= len(buf):
+            raise ValueError("truncated varint")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+
+
+def parse_blob_proto(buf: bytes) -> np.ndarray:
+    """Decode a Caffe ``BlobProto`` message (e.g. ``imagenet_mean.binaryproto``) into a float32 array.
+
+    The shape is taken from ``shape.dim`` when present, else from ``num``/``channels``/``height``/
+    ``width``; the values from ``data`` (packed or not) or ``double_data``.
+
+    Raises:
+        ValueError: when the bytes are not a complete ``BlobProto``.
+    """
+    legacy = {1: 0, 2: 0, 3: 0, 4: 0}  # num, channels, height, width
+    dims: list[int] = []
+    floats: list[np.ndarray] = []
+    doubles: list[np.ndarray] = []
+    pos = 0
+    while pos < len(buf):
+        key, pos = _varint(buf, pos)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            val, pos = _varint(buf, pos)
+            if field in legacy:
+                legacy[field] = val
+        elif wire == 1:
+            if pos + 8 > len(buf):
+                raise ValueError("truncated 64-bit field")
+            if field == 8:  # double_data, not packed
+                doubles.append(np.frombuffer(buf, "<f8", 1, pos))
+            pos += 8
+        elif wire == 5:
+            if pos + 4 > len(buf):
+                raise ValueError("truncated 32-bit field")
+            if field == 5:  # data, not packed
+                floats.append(np.frombuffer(buf, "<f4", 1, pos))
+            pos += 4
+        elif wire == 2:
+            n, pos = _varint(buf, pos)
+            if pos + n > len(buf):
+                raise ValueError(f"field {field} announces {n} bytes past the end")
+            chunk = buf[pos:pos + n]
+            pos += n
+            if field == 5:
+                floats.append(np.frombuffer(chunk, "<f4"))
+            elif field == 8:
+                doubles.append(np.frombuffer(chunk, "<f8"))
+            elif field == 7:  # BlobShape { repeated int64 dim = 1 [packed]; }
+                p = 0
+                while p < len(chunk):
+                    k, p = _varint(chunk, p)
+                    if k >> 3 == 1 and k & 7 == 2:
+                        m, p = _varint(chunk, p)
+                        end = p + m
+                        while p < end:
+                            d, p = _varint(chunk, p)
+                            dims.append(d)
+                    elif k >> 3 == 1 and k & 7 == 0:
+                        d, p = _varint(chunk, p)
+                        dims.append(d)
+                    else:
+                        raise ValueError("unexpected field in BlobShape")
+        else:
+            raise ValueError(f"unsupported wire type {wire}")
+    values = np.concatenate(floats) if floats else (np.concatenate(doubles) if doubles else np.zeros(0))
+    if not dims:
+        dims = [legacy[k] for k in (1, 2, 3, 4)]
+        while dims and dims[0] in (0, 1) and int(np.prod(dims[1:] or [0])) == values.size:
+            dims = dims[1:]
+    if int(np.prod(dims)) != values.size:
+        raise ValueError(f"shape {dims} does not match {values.size} values")
+    return values.astype(np.float32).reshape(dims)
+
+
+class ILSVRCMeta:
+    """The ILSVRC12 meta data of Caffe's ``caffe_ilsvrc12.tar.gz``: ``synsets.txt``,
+    ``synset_words.txt``, ``train.txt``/``val.txt``/``test.txt`` and ``imagenet_mean.binaryproto``.
+    """
+
+    def __init__(self, dir: str | None = None) -> None:
+        """
+        Args:
+            dir: the directory of the extracted meta files; defaults to
+                ``get_dataset_path('ilsvrc_metadata')``. When ``synsets.txt`` is missing there, the
+                tarball is downloaded and extracted into it.
+        """
+        if dir is None:
+            dir = get_dataset_path("ilsvrc_metadata")
+        self.dir = os.path.expanduser(dir)
+        mkdir_p(self.dir)
+        if not os.path.isfile(os.path.join(self.dir, "synsets.txt")):
+            self._download_caffe_meta()
+
+    def _download_caffe_meta(self) -> None:
+        url, size = CAFFE_ILSVRC12_URL
+        tarball = os.path.join(self.dir, url.rsplit("/", 1)[-1])
+        fetch_file("ILSVRC12 meta", tarball, url, expect_size=size)
+        extract_tarball("ILSVRC12 meta", tarball, self.dir, url)
+
+    def _lines(self, filename: str) -> list[str]:
+        fname = os.path.join(self.dir, filename)
+        if not os.path.isfile(fname):
+            raise DatasetFileNotFoundError(
+                f"ILSVRC12 meta: the file {fname} is missing. Extract {CAFFE_ILSVRC12_URL[0]} into {self.dir} "
+                f"(or delete {os.path.join(self.dir, 'synsets.txt')} to have it downloaded again).")
+        with open(fname) as f:
+            return [x.strip() for x in f]
+
+    def get_synset_words_1000(self) -> dict[int, str]:
+        """``{class number: "synset id, description"}`` from ``synset_words.txt``."""
+        return dict(enumerate(self._lines("synset_words.txt")))
+
+    def get_synset_1000(self) -> dict[int, str]:
+        """``{class number: synset id}`` from ``synsets.txt``."""
+        return dict(enumerate(self._lines("synsets.txt")))
+
+    def get_image_list(self, name: str, dir_structure: str = "original") -> list[tuple[str, int]]:
+        """The ``(image file name, label)`` pairs of ``{name}.txt``.
+
+        Args:
+            name: ``'train'``, ``'val'`` or ``'test'``.
+            dir_structure: ``'original'`` or ``'train'`` (see :class:`ILSVRC12`). With ``'train'``,
+                file names of val/test get their class's synset directory prepended.
+        """
+        if name not in ("train", "val", "test"):
+            raise ValueError(f"get_image_list(name={name!r}): must be 'train', 'val' or 'test'")
+        if dir_structure not in ("original", "train"):
+            raise ValueError(f"get_image_list(dir_structure={dir_structure!r}): must be 'original' or 'train'")
+        synset = self.get_synset_1000() if (name != "train" and dir_structure != "original") else None
+        fname = os.path.join(self.dir, name + ".txt")
+        ret = []
+        for lineno, line in enumerate(self._lines(name + ".txt"), 1):
+            if not line:
+                continue
+            parts = line.split()
+            if len(parts) != 2 or not parts[1].lstrip("-").isdigit():
+                raise corrupt_file_error("ILSVRC12 meta", fname, f"line {lineno} is {line!r}, expected "
+                                         "'<file name> <label>'", CAFFE_ILSVRC12_URL[0])
+            fn, cls = parts[0], int(parts[1])
+            if synset is not None:
+                fn = os.path.join(synset[cls], fn)
+            ret.append((fn, cls))
+        if not ret:
+            raise corrupt_file_error("ILSVRC12 meta", fname, "it lists no image", CAFFE_ILSVRC12_URL[0])
+        return ret
+
+    def get_per_pixel_mean(self, size: tuple[int, int] | None = None) -> np.ndarray:
+        """The mean image of ``imagenet_mean.binaryproto``: float32 (h, w, 3 BGR) in [0, 255].
+
+        Args:
+            size: ``(h, w)`` to resize to; defaults to the file's size (256x256).
+        """
+        mean_file = os.path.join(self.dir, "imagenet_mean.binaryproto")
+        if not os.path.isfile(mean_file):
+            raise DatasetFileNotFoundError(
+                f"ILSVRC12 meta: the file {mean_file} is missing. Extract {CAFFE_ILSVRC12_URL[0]} into {self.dir}.")
+        with open(mean_file, "rb") as f:
+            buf = f.read()
+        try:
+            arr = parse_blob_proto(buf)
+        except (ValueError, struct.error) as e:
+            raise corrupt_file_error("ILSVRC12 meta", mean_file, f"not a BlobProto: {e}", CAFFE_ILSVRC12_URL[0]) from e
+        if arr.ndim == 4:
+            arr = arr[0]
+        if arr.ndim != 3 or arr.shape[0] != 3:
+            raise corrupt_file_error("ILSVRC12 meta", mean_file, f"a blob of shape {arr.shape}, expected (3, h, w)",
+                                     CAFFE_ILSVRC12_URL[0])
+        arr = np.ascontiguousarray(np.transpose(arr, [1, 2, 0]))
+        if size is not None:
+            import cv2
+            arr = cv2.resize(arr, (int(size[1]), int(size[0])))
+        return arr
+
+    @staticmethod
+    def guess_dir_structure(dir: str) -> str:
+        """``'train'`` when ``dir`` (e.g. ``/path/to/imagenet/val``) has synset sub-directories
+        (``n01440764/`` ...), else ``'original'``."""
+        entries = sorted(os.listdir(dir))
+        if not entries:
+            raise DatasetFileNotFoundError(f"ILSVRC12: the directory {dir} is empty; extract the image tarball "
+                                           "into it (see the ILSVRC12 docstring for the layout)")
+        subdir = entries[0]
+        if subdir.startswith("n") and os.path.isdir(os.path.join(dir, subdir)):
+            structure = "train"
+        else:
+            structure = "original"
+        logger.info(f"[ILSVRC12] Assuming directory {dir} has '{structure}' structure.")
+        return structure
+
+
+class ILSVRC12Files(RNGDataFlow):
+    """Like :class:`ILSVRC12`, but produces ``[image file path, label]`` instead of decoded images,
+    so decoding can happen elsewhere (e.g. in parallel workers)."""
+
+    def __init__(self, dir: str, name: str, meta_dir: str | None = None, shuffle: bool | None = None,
+                 dir_structure: str | None = None) -> None:
+        """The arguments are those of :class:`ILSVRC12`."""
+        if name not in ("train", "test", "val"):
+            raise ValueError(f"{type(self).__name__}(name={name!r}): must be 'train', 'val' or 'test'")
+        dir = os.path.expanduser(dir)
+        self.full_dir = os.path.join(dir, name)
+        self.name = name
+        if not os.path.isdir(self.full_dir):
+            raise DatasetFileNotFoundError(
+                f"ILSVRC12: the directory {self.full_dir} is missing. Extract ILSVRC2012_img_{name}.tar into it "
+                f"(see the {type(self).__name__} docstring for the layout).")
+        if meta_dir is not None and not os.path.isdir(meta_dir):
+            raise DatasetFileNotFoundError(
+                f"ILSVRC12: meta_dir {meta_dir} is not a directory; extract {CAFFE_ILSVRC12_URL[0]} into it or "
+                f"pass meta_dir=None to use get_dataset_path('ilsvrc_metadata').")
+        if shuffle is None:
+            shuffle = name == "train"
+        self.shuffle = shuffle
+        if name == "train":
+            dir_structure = "train"
+        if dir_structure is None:
+            dir_structure = ILSVRCMeta.guess_dir_structure(self.full_dir)
+        self.dir_structure = dir_structure
+        meta = ILSVRCMeta(meta_dir)
+        self.imglist = meta.get_image_list(name, dir_structure)
+        for fname, _ in self.imglist[:10]:
+            path = os.path.join(self.full_dir, fname)
+            if not os.path.isfile(path):
+                raise DatasetFileNotFoundError(
+                    f"ILSVRC12: the image {path}, listed in {os.path.join(meta.dir, name + '.txt')}, is missing. "
+                    f"Check that {self.full_dir} has the '{dir_structure}' layout (dir_structure=) and that the "
+                    f"whole tarball was extracted.")
+
+    def __len__(self) -> int:
+        return len(self.imglist)
+
+    def __iter__(self) -> Iterator[list]:
+        idxs = np.arange(len(self.imglist))
+        if self.shuffle:
+            self.rng.shuffle(idxs)
+        for k in idxs:
+            fname, label = self.imglist[k]
+            yield [os.path.join(self.full_dir, fname), label]
+
+
+class ILSVRC12(ILSVRC12Files):
+    """The ILSVRC12 classification images: produces ``[image, label]``, ``image`` a uint8 (h, w, 3)
+    BGR array as decoded by OpenCV, ``label`` an int in 0..999 following Caffe's ``synsets.txt``
+    (see :class:`ILSVRCMeta`).
+
+    ``dir`` holds one sub-directory per split. With ``dir_structure='original'`` (what extracting
+    the tarballs gives)::
+
+        dir/
+          train/
+            n02134418/
+              n02134418_198.JPEG
+              ...
+          val/
+            ILSVRC2012_val_00000001.JPEG
+            ...
+          test/
+            ILSVRC2012_test_00000001.JPEG
+
+    With ``dir_structure='train'``, ``val/`` (and ``test/``) are split into synset directories like
+    ``train/``: ``val/n01440764/ILSVRC2012_val_00000293.JPEG``. ``train/`` always has that layout.
+    Extracting the training tarball takes a second step, one tar per class::
+
+        mkdir train && tar xf ILSVRC2012_img_train.tar -C train && cd train
+        for f in *.tar; do mkdir -p "${f%.tar}" && tar xf "$f" -C "${f%.tar}" && rm "$f"; done
+    """
+
+    def __init__(self, dir: str, name: str, meta_dir: str | None = None, shuffle: bool | None = None,
+                 dir_structure: str | None = None) -> None:
+        """
+        Args:
+            dir: the directory containing the sub-directory ``name``.
+            name: ``'train'``, ``'val'`` or ``'test'``.
+            meta_dir: the directory of Caffe's meta files (see :class:`ILSVRCMeta`).
+            shuffle: shuffle every pass; defaults to True for ``'train'``.
+            dir_structure: ``'original'`` or ``'train'``, the layout of ``val``/``test``; guessed
+                from the directory when not given.
+        """
+        super().__init__(dir, name, meta_dir, shuffle, dir_structure)
+
+    def __iter__(self) -> Iterator[list]:
+        import cv2
+
+        for fname, label in super().__iter__():
+            im = cv2.imread(fname, cv2.IMREAD_COLOR)
+            if im is None:
+                raise corrupt_file_error("ILSVRC12", fname, "OpenCV cannot decode it")
+            yield [im, label]
+
+    @staticmethod
+    def get_training_bbox(bbox_dir: str, imglist: list[tuple[str, int]]) -> list[np.ndarray | None]:
+        """The first bounding box ``[xmin, ymin, xmax, ymax]`` (float32) of every image of ``imglist``,
+        read from the Pascal-VOC XML files under ``bbox_dir`` (``<image name>.xml``); ``None`` for an
+        image without a readable box."""
+        import xml.etree.ElementTree as ET
+
+        ret: list[np.ndarray | None] = []
+        cnt = 0
+        for fname, _ in imglist:
+            xml = os.path.join(bbox_dir, os.path.splitext(fname)[0] + ".xml")
+            try:
+                box = ET.parse(xml).getroot().find("object").find("bndbox")
+                ret.append(np.asarray([float(box.find(k).text) for k in ("xmin", "ymin", "xmax", "ymax")],
+                                      dtype=np.float32))
+                cnt += 1
+            except (OSError, ET.ParseError, AttributeError, TypeError, ValueError):
+                ret.append(None)
+        logger.info(f"{cnt}/{len(imglist)} images have bounding box.")
+        return ret
