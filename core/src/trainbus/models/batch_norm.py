@@ -89,8 +89,11 @@ def BatchNorm(inputs: Any, axis: int | None = None, *, training: bool | None = N
     :param axis: the channel axis (1 or 3); default 1 for 2D inputs, else from ``data_format``.
     :param training: normalize with the batch statistics (True) or the moving ones (False);
         default the ``is_training`` of the current TowerContext.
-    :param momentum: moving statistics are updated as ``m = momentum * m + (1 - momentum) * batch``
-        (the batch variance is the population variance).
+    :param momentum: moving statistics are updated as ``m = momentum * m + (1 - momentum) * batch``.
+        The output is normalized with the batch's population variance; the moving variance of a
+        4D (or float16) input follows the unbiased batch variance (``n / (n - 1)`` times it, ``n``
+        values per channel), of a 2D input the population variance, as TensorFlow's fused and
+        plain batch norm kernels behind tensorpack's layer do.
     :param virtual_batch_size: "ghost" batch norm: when training, normalize each group of this
         many samples with its own statistics (the batch size must be a multiple of it); the
         moving statistics follow the first group and are updated inside the layer.
@@ -166,7 +169,13 @@ def BatchNorm(inputs: Any, axis: int | None = None, *, training: bool | None = N
             y = tf.nn.batch_normalization(xf, bc(moving_mean), bc(moving_var), b, g, epsilon)
         y = tf.cast(y, x.dtype)
         if do_update:
-            updates = _ema_ops(moving_mean, moving_var, mean, var, momentum)
+            ema_var = var
+            if ndims == 4 or x.dtype == tf.float16:
+                # tensorpack normalizes 4D (and fp16) inputs with TF's fused kernel, whose batch variance for
+                # the moving average carries Bessel's correction: n / (n - 1) with n values per channel
+                n = tf.cast(tf.size(xf) // nchan, pdtype)
+                ema_var = var * n / tf.maximum(n - 1, 1)
+            updates = _ema_ops(moving_mean, moving_var, mean, ema_var, momentum)
             if ema_update == "internal":
                 with tf.control_dependencies(updates):
                     out = tf.identity(y, name="output")

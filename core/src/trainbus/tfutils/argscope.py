@@ -162,15 +162,63 @@ def enable_argscope_for_function(func: Callable[..., Any], log_shape: bool = Tru
     return wrapped
 
 
-def enable_argscope_for_module(module: Any, log_shape: bool = True) -> None:
+def _resolve_lazy_module(module: Any) -> Any:
+    """Load a lazily loaded module (TensorFlow's ``LazyLoader``/``KerasLazyLoader``, e.g.
+    ``tf.compat.v1.layers``) and return the real module object; other modules as they are."""
+    if not hasattr(module, "_tfll_parent_module_globals") and not hasattr(type(module), "_load"):
+        return module
+    try:
+        name = object.__getattribute__(module, "__name__")
+    except AttributeError:  # a Keras loader before its first use
+        sub = module.__dict__.get("_tfll_submodule")
+        name = f"<TensorFlow's lazily loaded Keras module {sub!r}>" if sub else repr(module)
+    try:
+        dir(module)  # loads the target module (and, for Keras loaders, picks the Keras package first)
+        import importlib
+
+        return importlib.import_module(module.__name__)
+    except Exception as e:  # noqa: BLE001 - reported with the module name and a fix
+        hint = ""
+        if "keras" in f"{name} {e}".lower() or "layers" in name:
+            hint = (" With Keras 3, tf.compat.v1.layers does not exist: install the tf_keras package and set "
+                    "TF_USE_LEGACY_KERAS=1 before importing TensorFlow, or use trainbus.models' layers.")
+        raise ImportError(f"enable_argscope_for_module: could not load the lazily loaded module {name} "
+                          f"({type(e).__name__}: {e}).{hint}") from e
+
+
+def enable_argscope_for_module(module: Any, log_shape: bool = True) -> list[str]:
     """Replace every public function of ``module`` by its argscope-enabled version
     (:func:`enable_argscope_for_function`). This monkey-patches the module.
 
+    Lazily loaded modules (such as ``tf.compat.v1.layers``) are loaded first and patched both in
+    the loaded module and on the lazy loader. Functions that already support argscope are kept.
+
     :param log_shape: log input/output shapes of each call.
+    :return: the names of the functions that now support argscope.
+    :raises ImportError: a lazily loaded module cannot be loaded.
+    :raises ValueError: the module has no public function (nothing would be patched).
+
+    Example::
+
+        enable_argscope_for_module(mymodule)
+        with argscope(mymodule.dense, use_bias=False):
+            y = mymodule.dense(x, 10)
     """
     if not inspect.ismodule(module):
         raise TypeError(f"enable_argscope_for_module needs a module, got {module!r}")
-    for name, obj in list(vars(module).items()):
+    real = _resolve_lazy_module(module)
+    targets = [real] if real is module else [real, module]
+    patched: list[str] = []
+    for name, obj in sorted(vars(real).items()):
         if name.startswith("_") or not inspect.isfunction(obj):
             continue
-        setattr(module, name, enable_argscope_for_function(obj, log_shape=log_shape))
+        new = enable_argscope_for_function(obj, log_shape=log_shape)
+        for target in targets:
+            if getattr(target, name, None) is not new:
+                setattr(target, name, new)
+        patched.append(name)
+    if not patched:
+        raise ValueError(f"enable_argscope_for_module: module {getattr(real, '__name__', real)!r} has no public "
+                         "functions, so nothing was patched; pass the module that defines the functions "
+                         "(e.g. tf.compat.v1.layers, not tf.compat.v1)")
+    return patched
