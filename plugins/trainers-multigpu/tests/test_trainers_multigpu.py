@@ -34,7 +34,7 @@ class Grab(Callback):
         self.ran = []
 
     def _setup_graph(self):
-        by_name = {v.op.name: v for v in tf1.global_variables()}
+        by_name = {v.op.name: v for v in tf1.global_variables() + tf1.local_variables()}
         self._vars = {n: by_name[n].read_value() for n in self.names}
 
     def _before_train(self):
@@ -127,7 +127,7 @@ class Perturb(Callback):
     _chief_only = False
 
     def _setup_graph(self):
-        by_name = {v.op.name: v for v in tf1.global_variables()}
+        by_name = {v.op.name: v for v in tf1.global_variables() + tf1.local_variables()}
         v = by_name["tower1/W"]
         self.op = tf1.assign_add(v, tf.ones(v.shape))
         self.w = by_name["W"].read_value()

@@ -3,11 +3,10 @@ train; worker task 0 is the chief."""
 
 from __future__ import annotations
 
-import contextlib
 import re
 import signal
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import tensorflow as tf
 
@@ -18,9 +17,9 @@ from trainbus.train._signals import TrainingInterrupted, signum_of_reason
 from trainbus.train.tower import SingleCostTrainer
 from trainbus.utils import logger
 
-from trainbus_trainers_multigpu._build import (
-    average_grads_on_var_device,
-    build_on_towers,
+from trainbus.graph_builder import (
+    DataParallelBuilder,
+    aggregate_grads_colocate,
     check_shared_grads,
     gpus_available,
     normalize_devices,
@@ -412,29 +411,14 @@ class DistributedTrainerParameterServer(DistributedTrainerBase):
         get_grad_fn = self._make_get_grad_fn(input, get_cost_fn, get_opt_fn)
         setters = [self._ps_setter(d) for d in self._raw_devices]
         with tf1.variable_scope(tf1.get_variable_scope(), caching_device=cache):
-            grad_lists = build_on_towers(self._raw_devices, get_grad_fn, device_fns=setters)
+            grad_lists = DataParallelBuilder.call_for_each_tower(self.devices, get_grad_fn, setters)
         check_shared_grads(grad_lists)
         with tf1.device(self._worker_cpu):
-            grads = average_grads_on_var_device(grad_lists, average=True) if n > 1 else grad_lists[0]
+            grads = aggregate_grads_colocate(grad_lists, average=True)
         opt = get_opt_fn()
         with tf1.device(self._ps_setter()):
             self.train_op = opt.apply_gradients(grads, name="train_op")
         return []
-
-
-@contextlib.contextmanager
-def _variables_to_local() -> Iterator[None]:
-    """Variables created in the context go to LOCAL_VARIABLES (not GLOBAL), keeping trainable."""
-    def getter(getter: Any, name: str, *args: Any, **kwargs: Any) -> Any:
-        cols = list(kwargs.get("collections") or [tf1.GraphKeys.GLOBAL_VARIABLES])
-        cols = [c for c in cols if c != tf1.GraphKeys.GLOBAL_VARIABLES]
-        if tf1.GraphKeys.LOCAL_VARIABLES not in cols:
-            cols.append(tf1.GraphKeys.LOCAL_VARIABLES)
-        kwargs["collections"] = cols
-        return getter(name, *args, **kwargs)
-
-    with tf1.variable_scope(tf1.get_variable_scope(), custom_getter=getter):
-        yield
 
 
 class DistributedTrainerReplicated(DistributedTrainerBase):
@@ -453,8 +437,9 @@ class DistributedTrainerReplicated(DistributedTrainerBase):
         n = len(self.devices)
         logger.info(f"Building {n} replicated towers on {self._raw_devices}; global copy on {self.num_ps} ps task(s) ...")
         get_grad_fn = self._make_get_grad_fn(input, get_cost_fn, get_opt_fn)
-        with _variables_to_local():
-            grad_lists = build_on_towers(self._raw_devices, get_grad_fn, use_vs=[True] * n)
+        # use_vs: every tower builds its own copies, as local variables
+        grad_lists = DataParallelBuilder.call_for_each_tower(self.devices, get_grad_fn, self._raw_devices,
+                                                             use_vs=[True] * n)
         _check_towers_match(grad_lists)
         # the global copy of every trainable variable, initialized like tower 0's
         global_vars = []

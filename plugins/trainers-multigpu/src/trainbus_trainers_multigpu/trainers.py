@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import tensorflow as tf
 
@@ -11,20 +11,15 @@ from trainbus.tfutils.tower import TowerFunc
 from trainbus.train.tower import SingleCostTrainer
 from trainbus.utils import logger
 
-from trainbus_trainers_multigpu._build import (
-    VARIABLE_OP_TYPES,
-    allreduce_grads,
-    average_grads_on_var_device,
-    build_on_towers,
-    check_replicated_grads,
-    check_shared_grads,
+from trainbus.graph_builder import (
+    AsyncMultiGPUBuilder,
+    SyncMultiGPUParameterServerBuilder,
+    SyncMultiGPUReplicatedBuilder,
     gpus_available,
     normalize_devices,
     raw_device_names,
-    replicated_broadcast_op,
 )
 
-tf1 = tf.compat.v1
 
 __all__ = ["SyncMultiGPUTrainerReplicated", "SyncMultiGPUTrainerParameterServer", "AsyncMultiGPUTrainer",
            "SyncMultiGPUTrainer", "DataParallelTrainerBase"]
@@ -89,7 +84,8 @@ class DataParallelTrainerBase(SingleCostTrainer):
 class SyncMultiGPUTrainerReplicated(DataParallelTrainerBase):
     """Synchronous data-parallel training where every device holds its own copy of all
     variables: tower ``i`` builds the model on device ``i`` (tower 0 in the root variable
-    scope, the others in ``tower{i}``), the gradients of all towers are summed or averaged
+    scope, the others in ``tower{i}`` as local variables, which checkpoints do not hold), the
+    gradients of all towers are summed or averaged
     by an all-reduce, and every tower applies the same update to its copy.
 
     The copies start equal: after the session is initialized (or restored) the variables of
@@ -139,19 +135,9 @@ class SyncMultiGPUTrainerReplicated(DataParallelTrainerBase):
     def _setup_graph(self, input: Any, get_cost_fn: TowerFunc, get_opt_fn: Callable[[], Any]) -> list:
         n = len(self.devices)
         logger.info(f"Building {n} replicated training towers on {self._raw_devices} (all-reduce mode {self._mode!r}) ...")
-        get_grad_fn = self._make_get_grad_fn(input, get_cost_fn, get_opt_fn)
-        grad_lists = build_on_towers(self._raw_devices, get_grad_fn, use_vs=[False] + [True] * (n - 1))
-        check_replicated_grads(grad_lists)
-        reduced = allreduce_grads(grad_lists, self._raw_devices, self._mode, self._average)
-        opt = get_opt_fn()
-        applies = []
-        with tf1.name_scope("apply_gradients"):
-            for t in range(n):
-                with tf1.device(self._raw_devices[t]):
-                    pairs = list(zip(reduced[t], [v for _, v in grad_lists[t]]))
-                    applies.append(opt.apply_gradients(pairs, name=f"apply_grad_{t}"))
-        self.train_op = tf.group(*applies, name="train_op")
-        self._broadcast_op = replicated_broadcast_op()
+        builder = SyncMultiGPUReplicatedBuilder(self.devices, self._average, self._mode)
+        grad_list = builder.call_for_each_tower(self._make_get_grad_fn(input, get_cost_fn, get_opt_fn))
+        self.train_op, self._broadcast_op = builder.build(grad_list, get_opt_fn)
         return [RunBroadcastEachEpoch(self._broadcast_op)] if (self.BROADCAST_EVERY_EPOCH and n > 1) else []
 
     def _after_session_init(self) -> None:
@@ -159,42 +145,6 @@ class SyncMultiGPUTrainerReplicated(DataParallelTrainerBase):
         if len(self.devices) > 1:
             logger.info("Copying the variables of tower 0 to the other towers ...")
             self.sess.run(self._broadcast_op)
-
-
-def _variable_size(op: Any) -> int:
-    try:
-        shape = op.get_attr("shape") if op.type == "VarHandleOp" else op.outputs[0].shape
-        dims = tf.TensorShape(shape).as_list()
-        total = 1
-        for d in dims:
-            total *= int(d or 1)
-        return total
-    except Exception:  # noqa: BLE001 - tables etc.
-        return 1
-
-
-class _LeastLoadedVariablePlacer:
-    """A device function: variables go to the least loaded of ``ps_devices`` (by number of
-    elements), every other op to ``worker_device``."""
-
-    def __init__(self, worker_device: str, ps_devices: Sequence[str], loads: dict[str, int]) -> None:
-        self.worker_device = worker_device
-        self.ps_devices = list(ps_devices)
-        self.loads = loads
-
-    def __call__(self, op: Any) -> str:
-        if op.device:
-            return op.device
-        if op.type in VARIABLE_OP_TYPES:
-            dev = min(self.ps_devices, key=lambda d: (self.loads[d], self.ps_devices.index(d)))
-            self.loads[dev] += _variable_size(op)
-            return dev
-        return self.worker_device
-
-
-def _shared_variable_placers(raw_devices: Sequence[str], ps_devices: Sequence[str]) -> list[Any]:
-    loads = {d: 0 for d in ps_devices}
-    return [_LeastLoadedVariablePlacer(d, ps_devices, loads) for d in raw_devices]
 
 
 class SyncMultiGPUTrainerParameterServer(DataParallelTrainerBase):
@@ -217,17 +167,11 @@ class SyncMultiGPUTrainerParameterServer(DataParallelTrainerBase):
         self.ps_device = ps_device
 
     def _setup_graph(self, input: Any, get_cost_fn: TowerFunc, get_opt_fn: Callable[[], Any]) -> list:
-        n = len(self.devices)
         ps = ["/cpu:0"] if self.ps_device == "cpu" else self._raw_devices
-        logger.info(f"Building {n} training towers on {self._raw_devices} sharing variables on {ps} ...")
-        get_grad_fn = self._make_get_grad_fn(input, get_cost_fn, get_opt_fn)
-        grad_lists = build_on_towers(self._raw_devices, get_grad_fn,
-                                     device_fns=_shared_variable_placers(self._raw_devices, ps))
-        check_shared_grads(grad_lists)
-        grads = average_grads_on_var_device(grad_lists, average=True)
-        opt = get_opt_fn()
-        with tf1.device(ps[0]):
-            self.train_op = opt.apply_gradients(grads, name="train_op")
+        logger.info(f"Building {len(self.devices)} training towers on {self._raw_devices} sharing variables on {ps} ...")
+        builder = SyncMultiGPUParameterServerBuilder(self.devices, self.ps_device)
+        grad_list = builder.call_for_each_tower(self._make_get_grad_fn(input, get_cost_fn, get_opt_fn))
+        self.train_op = builder.build(grad_list, get_opt_fn)
         return []
 
 
@@ -244,21 +188,10 @@ class AsyncMultiGPUTrainer(DataParallelTrainerBase):
         self._scale_gradient = bool(scale_gradient)
 
     def _setup_graph(self, input: Any, get_cost_fn: TowerFunc, get_opt_fn: Callable[[], Any]) -> list:
-        n = len(self.devices)
-        logger.info(f"Building {n} asynchronous training towers on {self._raw_devices} ...")
-        get_grad_fn = self._make_get_grad_fn(input, get_cost_fn, get_opt_fn)
-        grad_lists = build_on_towers(self._raw_devices, get_grad_fn,
-                                     device_fns=_shared_variable_placers(self._raw_devices, ["/cpu:0"]))
-        check_shared_grads(grad_lists)
-        opt = get_opt_fn()
-        applies = []
-        with tf1.name_scope("async_apply_gradients"):
-            for t, grads in enumerate(grad_lists):
-                if self._scale_gradient and n > 1:
-                    grads = [(g * (1.0 / n), v) for g, v in grads]
-                with tf1.device(self._raw_devices[t]):
-                    applies.append(opt.apply_gradients(grads, name=f"apply_grad_{t}"))
-        self.train_op = tf.group(*applies, name="train_op")
+        logger.info(f"Building {len(self.devices)} asynchronous training towers on {self._raw_devices} ...")
+        builder = AsyncMultiGPUBuilder(self.devices, scale_gradient=self._scale_gradient, ps_device="cpu")
+        grad_list = builder.call_for_each_tower(self._make_get_grad_fn(input, get_cost_fn, get_opt_fn))
+        self.train_op = builder.build(grad_list, get_opt_fn)
         return []
 
 
