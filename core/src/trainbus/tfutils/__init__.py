@@ -1,8 +1,8 @@
 """TensorFlow utilities (tensorpack's ``tfutils``).
 
-Submodules: ``argscope``, ``collection``, ``common``, ``dependency``, ``export``, ``gradproc``,
-``optimizer``, ``scope_utils``, ``sesscreate``, ``sessinit``, ``summary``, ``tower``,
-``varmanip``, ``varreplace``. Importing this package does not import TensorFlow; the helpers
+Submodules: ``argscope``, ``collect_env``, ``collection``, ``common``, ``dependency``, ``export``,
+``gradproc``, ``model_utils``, ``optimizer``, ``scope_utils``, ``sesscreate``, ``sessinit``,
+``summary``, ``symbolic_functions``, ``tower``, ``varmanip``, ``varreplace``. Importing this package does not import TensorFlow; the helpers
 below and the session initializers of installed plugins resolve on first use.
 """
 
@@ -31,9 +31,11 @@ _LAZY = {
     "SessionInit": "trainbus.tfutils.sessinit",
     "JustCurrentSession": "trainbus.tfutils.sessinit",
     "ChainInit": "trainbus.tfutils.sessinit",
+    "collect_env_info": "trainbus.tfutils.collect_env",
 }
-_SUBMODULES = {"argscope", "collection", "common", "dependency", "export", "gradproc", "optimizer", "scope_utils",
-               "sesscreate", "sessinit", "summary", "tower", "varmanip", "varreplace"}
+_SUBMODULES = {"argscope", "collect_env", "collection", "common", "dependency", "export", "gradproc", "model_utils",
+               "optimizer", "scope_utils", "sesscreate", "sessinit", "summary", "symbolic_functions", "tower",
+               "varmanip", "varreplace"}
 # ``argscope`` names both a submodule and its function: bind the function now (argscope.py
 # imports no TensorFlow), else importing the submodule would shadow it with the module.
 from trainbus.tfutils.argscope import argscope, get_arg_scope  # noqa: E402
