@@ -1,0 +1,194 @@
+"""trainbus.contrib.keras: a tf_keras model trained by KerasModel(...).fit() through a real
+trainer, with validation metrics; the learning phase, regularization and update ops."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tf_keras as keras
+from trainbus.callbacks import Callback
+from trainbus.contrib.keras import KerasModel, KerasPhaseCallback, setup_keras_trainer
+from trainbus.dataflow import BatchData, DataFromList
+from trainbus.input_source import QueueInput
+from trainbus.train import SimpleTrainer
+
+tf1 = tf.compat.v1
+KL = keras.layers
+
+
+def stripes(n, seed):
+    """8x8 images whose bright band (rows 0-2, 3-5 or 6-7) is the class; one-hot labels."""
+    rng = np.random.RandomState(seed)
+    dps = []
+    for _ in range(n):
+        c = rng.randint(3)
+        im = rng.rand(8, 8, 1).astype("float32") * 0.2
+        im[[slice(0, 3), slice(3, 6), slice(6, 8)][c]] += 0.8
+        dps.append([im, np.eye(3, dtype="float32")[c]])
+    return dps
+
+
+def model_func(image):
+    M = keras.models.Sequential()
+    M.add(KL.InputLayer(input_tensor=image))
+    M.add(KL.Conv2D(4, 3, activation="relu", padding="same"))
+    M.add(KL.MaxPooling2D())
+    M.add(KL.Flatten())
+    M.add(KL.Dense(16, activation="relu", kernel_regularizer=keras.regularizers.l2(1e-4)))
+    M.add(KL.BatchNormalization())
+    M.add(KL.Dropout(0.3))
+    M.add(KL.Dense(3, activation="softmax"))
+    return M
+
+
+SIG_IN = [tf.TensorSpec([None, 8, 8, 1], tf.float32, "images")]
+SIG_OUT = [tf.TensorSpec([None, 3], tf.float32, "labels")]
+
+
+KEYS = ("validation_categorical_crossentropy", "validation_categorical_accuracy", "validation_total_loss",
+        "total_loss", "categorical_crossentropy", "categorical_accuracy", "regularize_cost")
+
+
+class Record(Callback):
+    """Keeps the monitors' latest scalars after each epoch, the graph's facts, the batch-norm
+    moving mean before and after training, and the callbacks the trainer runs."""
+
+    def __init__(self):
+        self.scalars = []
+
+    def _setup_graph(self):
+        g = self.graph
+        self.update_ops = g.get_collection(tf1.GraphKeys.UPDATE_OPS)
+        self.trainable = [v.name for v in g.get_collection(tf1.GraphKeys.TRAINABLE_VARIABLES)]
+        self.moving_mean = [v for v in tf1.global_variables() if "moving_mean" in v.name][0]
+        self.callbacks = list(self.trainer._callbacks)
+
+    def _before_train(self):
+        self.mean0 = self.trainer.sess.run(self.moving_mean)
+
+    def _trigger_epoch(self):
+        self.scalars.append({k: self.trainer.monitors.get_latest(k) for k in KEYS})
+
+    def _after_train(self):
+        self.mean1 = self.trainer.sess.run(self.moving_mean)
+
+
+def test_keras_model_fit_with_validation(tmp_path):
+    from trainbus.utils import logger
+
+    logger.set_logger_dir(str(tmp_path / "log"), action="d")
+    tf1.set_random_seed(1)
+    train = BatchData(DataFromList(stripes(256, 0), shuffle=True), 16)
+    val = BatchData(DataFromList(stripes(64, 1), shuffle=False), 32)
+    rec = Record()
+    M = KerasModel(model_func, input_signature=SIG_IN, target_signature=SIG_OUT, input=QueueInput(train))
+    M.compile(optimizer=tf1.train.AdamOptimizer(1e-2), loss="categorical_crossentropy",
+              metrics="categorical_accuracy")
+    assert isinstance(M.trainer, SimpleTrainer)
+    M.fit(validation_data=val, max_epoch=2, callbacks=[rec])
+
+    # the model uses dropout/batch norm: the learning phase is fed while training
+    phase = [cb for cb in rec.callbacks if isinstance(cb, KerasPhaseCallback)]
+    assert len(phase) == 1 and phase[0]._isTrain is True
+    assert len(rec.scalars) == 2
+    first, last = rec.scalars
+    # validation statistics of every loss and metric over the validation set, after each epoch
+    assert last["validation_categorical_accuracy"] > 0.9       # the stripes are easy
+    assert last["validation_categorical_crossentropy"] < first["validation_categorical_crossentropy"] + 0.05
+    # inference towers leave out the regularization (as the training-time total includes it)
+    assert last["validation_total_loss"] == pytest.approx(last["validation_categorical_crossentropy"])
+    assert last["total_loss"] > last["categorical_crossentropy"] > 0
+    assert last["regularize_cost"] > 0
+    # the monitors wrote the same numbers to stats.json
+    stats = json.loads((tmp_path / "log" / "stats.json").read_text())
+    assert stats[-1]["epoch_num"] == 2
+    assert stats[-1]["validation_categorical_accuracy"] == pytest.approx(last["validation_categorical_accuracy"])
+    # batch norm's statistics moved: its update ops ran with the training steps (learning phase fed)
+    assert len(rec.update_ops) == 2
+    assert not np.allclose(rec.mean0, rec.mean1)
+    assert all("moving" not in n for n in rec.trainable)
+    assert any("batch_normalization/gamma" in n for n in rec.trainable)
+
+
+def two_in_two_out(a, b):
+    """Functional model: inputs a (N, 3), b (N, 2); outputs 'sum' regression and 'cls' softmax."""
+    ia, ib = keras.Input(tensor=a), keras.Input(tensor=b)
+    h = KL.Dense(8, activation="tanh")(KL.Concatenate()([ia, ib]))
+    return keras.Model(inputs=[ia, ib], outputs=[KL.Dense(1, name="sum")(h), KL.Dense(2, activation="softmax")(h)])
+
+
+def test_setup_keras_trainer_two_inputs_two_outputs():
+    rng = np.random.RandomState(0)
+    dps = []
+    for _ in range(8):
+        a, b = rng.rand(16, 3).astype("float32"), rng.rand(16, 2).astype("float32")
+        s = a.sum(1, keepdims=True) + b.sum(1, keepdims=True)
+        cls = np.eye(2, dtype="float32")[(a[:, 0] > b[:, 0]).astype(int)]
+        dps.append([a, b, s, cls])
+    trainer = SimpleTrainer()
+
+    class Losses(Callback):
+        def __init__(self):
+            self.values = []
+
+        def _setup_graph(self):
+            g = self.graph
+            self.t = [g.get_tensor_by_name(n + ":0") for n in ("mean_squared_error", "categorical_crossentropy",
+                                                                 "total_loss", "binary_accuracy")]
+            self.callbacks = list(self.trainer._callbacks)
+
+        def _before_run(self, ctx):
+            return self.t
+
+        def _after_run(self, ctx, values):
+            self.values.append(values.results)
+
+    rec = Losses()
+    setup_keras_trainer(trainer, two_in_two_out,
+                        [tf.TensorSpec([None, 3], tf.float32, "a"), tf.TensorSpec([None, 2], tf.float32, "b")],
+                        [tf.TensorSpec([None, 1], tf.float32, "s"), tf.TensorSpec([None, 2], tf.float32, "c")],
+                        QueueInput(DataFromList(dps, shuffle=False)), tf1.train.AdamOptimizer(0.05),
+                        ["mean_squared_error", "categorical_crossentropy"], ["binary_accuracy"])
+    trainer.train_with_defaults(callbacks=[rec], steps_per_epoch=8, max_epoch=3, monitors=[], extra_callbacks=[])
+    vals = np.array(rec.values)
+    assert vals.shape == (24, 4)
+    # no dropout/batch norm: the learning phase is not used, no callback feeds it
+    assert not any(isinstance(cb, KerasPhaseCallback) for cb in rec.callbacks)
+    np.testing.assert_allclose(vals[:, 2], vals[:, 0] + vals[:, 1], rtol=1e-5)   # total = sum of the losses
+    assert vals[-8:, 0].mean() < vals[:8, 0].mean() / 2            # the regression learned
+    assert ((vals[:, 3] >= 0) & (vals[:, 3] <= 1)).all()
+
+
+def test_errors_name_the_problem():
+    train = BatchData(DataFromList(stripes(32, 0), shuffle=False), 16)
+    with pytest.raises(ValueError, match="target_signature is required"):
+        KerasModel(model_func, input_signature=SIG_IN, input=train)
+    with pytest.raises(ValueError, match="input= is required"):
+        KerasModel(model_func, input_signature=SIG_IN, target_signature=SIG_OUT)
+    with pytest.raises(TypeError, match="trainbus Trainer"):
+        KerasModel(model_func, SIG_IN, SIG_OUT, input=train, trainer=object())
+    with tf.Graph().as_default():
+        M = KerasModel(model_func, SIG_IN, SIG_OUT, input=train)
+        with pytest.raises(RuntimeError, match="compile"):
+            M.fit(max_epoch=1)
+        with pytest.raises(TypeError, match="tf.compat.v1.train.Optimizer"):
+            M.compile(optimizer=keras.optimizers.Adam(), loss="categorical_crossentropy")
+    with tf.Graph().as_default():
+        M = KerasModel(lambda image: tf.keras.Sequential([tf.keras.layers.Dense(3)]), SIG_IN, SIG_OUT, input=train)
+        with pytest.raises(TypeError, match="Keras 3 model.*import tf_keras as keras"):
+            M.compile(optimizer=tf1.train.AdamOptimizer(), loss="categorical_crossentropy")
+    with pytest.raises(TypeError, match="bool"):
+        KerasPhaseCallback(1)
+
+
+def test_missing_tf_keras_says_what_to_install():
+    code = ("import sys\nsys.modules['tf_keras'] = None\n"
+            "try:\n    import trainbus.contrib.keras\nexcept ImportError as e:\n    print('ImportError:', e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert 'pip install "trainbus[keras]"' in out.stdout, out.stdout + out.stderr
+    assert "pip install tf-keras" in out.stdout
