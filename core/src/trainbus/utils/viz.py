@@ -76,7 +76,10 @@ def interactive_imshow(img: np.ndarray, lclick_cb: Callable | None = None, rclic
 
 
 def _as_patch_array(plist: Any) -> np.ndarray:
-    arr = np.asarray(plist)
+    try:
+        arr = np.asarray(plist)
+    except ValueError:  # NumPy refuses ragged lists
+        arr = np.empty(0, dtype=object)
     if arr.dtype == object:
         raise ValueError("stack_patches: the patches have different shapes; pass pad=True to pad them to one size")
     if arr.ndim == 3:
