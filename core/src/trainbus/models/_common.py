@@ -82,5 +82,6 @@ def need_tower_training(training: Any, layer: str) -> bool:
     ctx = get_current_tower_context()
     if ctx is None:
         raise ValueError(f"{layer} is called outside a TowerContext and without training=...: "
-                         "build it under trainbus.tfutils.TowerContext(name, is_training=...) or pass training=True/False")
+                         "build it under trainbus.tfutils.TowerContext(name, is_training=...) "
+                         "or pass training=True/False")
     return bool(ctx.is_training)
