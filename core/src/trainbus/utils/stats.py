@@ -46,7 +46,10 @@ def load_existing_epoch_number(dir: str | None) -> int | None:
 
 
 class StatCounter:
-    """Collects values (numbers, or arrays of one shape) and gives their count, average, sum, max and min."""
+    """Collects values (numbers, or arrays of one shape) and gives their count, average, sum, max and min.
+
+    With arrays, the statistics are over every element of every value (as ``np.mean`` of the list of values).
+    """
 
     def __init__(self) -> None:
         self.reset()
@@ -69,24 +72,23 @@ class StatCounter:
 
     @property
     def average(self) -> Any:
-        """``np.mean`` over the values (element-wise over the first axis for arrays)."""
         self._need_values("average")
-        return np.mean(self._values, axis=0) if np.ndim(self._values[0]) else np.mean(self._values)
+        return np.mean(self._values)
 
     @property
     def sum(self) -> Any:
         self._need_values("sum")
-        return np.sum(self._values, axis=0) if np.ndim(self._values[0]) else np.sum(self._values)
+        return np.sum(self._values)
 
     @property
     def max(self) -> Any:
         self._need_values("max")
-        return np.max(self._values, axis=0) if np.ndim(self._values[0]) else max(self._values)
+        return np.max(self._values) if np.ndim(self._values[0]) else max(self._values)
 
     @property
     def min(self) -> Any:
         self._need_values("min")
-        return np.min(self._values, axis=0) if np.ndim(self._values[0]) else min(self._values)
+        return np.min(self._values) if np.ndim(self._values[0]) else min(self._values)
 
     def samples(self) -> list[Any]:
         """Every value fed, in order."""
