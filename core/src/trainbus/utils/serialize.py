@@ -4,7 +4,8 @@ The format is msgpack with NumPy arrays carried out of band:
 
 * a 4-byte little-endian length, then a msgpack message of that length, then the raw bytes of every array;
 * an array inside the message is a msgpack extension (code 72) holding its offset in the trailing bytes
-  (uint64), its ndim (one byte), its dims (int64 each) and its dtype string; the array bytes follow the message, each aligned to 16 bytes;
+  (uint64), its ndim (one byte), its dims (int64 each) and its dtype string; the array bytes follow the
+  message, each aligned to 16 bytes;
 * a NumPy scalar (``np.float32(1.5)``, ``np.int64(3)``, ``np.bool_(True)``) is an extension (code 73)
   holding its dtype string and raw bytes, and comes back as a NumPy scalar of the same dtype.
 
@@ -62,7 +63,8 @@ def _dtype_check(dtype: np.dtype, what: str) -> str:
 def _array_tail(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
     tail = _ENC_CACHE.get((dtype, shape))
     if tail is None:
-        tail = bytes((len(shape),)) + struct.pack(f"<{len(shape)}q", *shape) + _dtype_check(dtype, "array").encode("ascii")
+        dims = bytes((len(shape),)) + struct.pack(f"<{len(shape)}q", *shape)
+        tail = dims + _dtype_check(dtype, "array").encode("ascii")
         if len(_ENC_CACHE) >= _CACHE_MAX:
             _ENC_CACHE.clear()
         _ENC_CACHE[(dtype, shape)] = tail
