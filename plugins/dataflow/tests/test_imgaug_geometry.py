@@ -35,7 +35,12 @@ def test_flip_horizontal_equals_reversed_columns_and_moves_coords():
     img = _img()
     t = Flip(horiz=True, prob=1.0).get_transform(img)
     assert isinstance(t, FlipTransform)
-    np.testing.assert_array_equal(t.apply_image(img), img[:, ::-1])
+    out = t.apply_image(img)
+    np.testing.assert_array_equal(out, img[:, ::-1])
+    assert out.flags.c_contiguous  # later OpenCV calls take it without a slow strided copy
+    gray = _img(c=1)
+    np.testing.assert_array_equal(t.apply_image(gray), gray[:, ::-1])
+    np.testing.assert_array_equal(t.apply_image(gray.astype(np.int64)), gray[:, ::-1])
     coords = np.array([[0.0, 1.0], [2.5, 3.0]], dtype="float32")
     np.testing.assert_allclose(t.apply_coords(coords), [[9.0, 1.0], [6.5, 3.0]])
 

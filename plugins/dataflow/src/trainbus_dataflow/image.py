@@ -107,7 +107,7 @@ class ImageFromFile(RNGDataFlow):
                 why = "it does not exist" if not os.path.exists(f) else "OpenCV cannot decode it as an image"
                 raise OSError(f"ImageFromFile: cannot read the image file {f!r}: {why}")
             if self.channel == 3:
-                im = im[:, :, ::-1]
+                im = cv2.cvtColor(im, cv2.COLOR_BGR2RGB)  # a contiguous copy: later OpenCV calls take it as is
             if self.resize is not None:
                 im = cv2.resize(im, (self.resize[1], self.resize[0]))
             if self.channel == 1:

@@ -24,6 +24,9 @@ def _keep_channel_axis(src: np.ndarray, out: np.ndarray) -> np.ndarray:
     return out
 
 
+_CV2_DTYPES = frozenset(np.dtype(t) for t in ("uint8", "int8", "uint16", "int16", "int32", "float32", "float64"))
+
+
 class BaseTransform:
     """Common base of transforms and transform containers (for ``isinstance`` checks)."""
 
@@ -120,7 +123,7 @@ class WarpAffineTransform(Transform):
 
 
 class FlipTransform(Transform):
-    """Mirror an image of size (h, w) left-right (``horiz=True``) or top-bottom. The result is a view."""
+    """Mirror an image of size (h, w) left-right (``horiz=True``) or top-bottom."""
 
     def __init__(self, h: int, w: int, horiz: bool = True) -> None:
         """
@@ -131,6 +134,10 @@ class FlipTransform(Transform):
         self.h, self.w, self.horiz = h, w, horiz
 
     def apply_image(self, img: np.ndarray) -> np.ndarray:
+        # cv2.flip writes a contiguous copy quickly; a reversed NumPy view would be cheap here but makes every
+        # later OpenCV call (resize, warp, ...) copy it element by element first, several times slower.
+        if img.dtype in _CV2_DTYPES and img.ndim in (2, 3):
+            return _keep_channel_axis(img, cv2.flip(img, 1 if self.horiz else 0))
         return img[:, ::-1] if self.horiz else img[::-1]
 
     def apply_coords(self, coords: np.ndarray) -> np.ndarray:
