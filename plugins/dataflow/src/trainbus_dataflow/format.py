@@ -186,16 +186,16 @@ class LMDBData(RNGDataFlow):
             return
         keys = self.keys
         self.rng.shuffle(keys)
-        cur = txn.cursor()
-        step = 512
-        for i in range(0, len(keys), step):
-            chunk = keys[i:i + step]
-            got = cur.getmulti(chunk)
-            if len(got) != len(chunk):
-                found = {k for k, _ in got}
-                missing = [k for k in chunk if k not in found]
-                raise KeyError(f"{type(self).__name__}: keys {missing[:5]} are not in {self._lmdb_path}")
-            yield from got
+        get = txn.get
+        for k in keys:
+            v = get(k)
+            if v is None:
+                raise self._missing_key(k)
+            yield k, v
+
+    def _missing_key(self, key: bytes) -> KeyError:
+        return KeyError(f"{type(self).__name__}: the key {key!r} is not in {self._lmdb_path}; the keys given "
+                        "(keys= or the __keys__ record) do not match the database")
 
     def __iter__(self) -> Iterator[list]:
         self._check_open()

@@ -71,7 +71,19 @@ class _LMDBDeserialized(LMDBData):
     def __iter__(self) -> Iterator[Any]:
         self._check_open()
         with self._guard:
-            for _k, v in self._records():
+            txn = self._txn
+            if not self._shuffle:
+                for k, v in txn.cursor().iternext(keys=True, values=True):
+                    if k != _KEYS:
+                        yield loads(v)
+                return
+            keys = self.keys
+            self.rng.shuffle(keys)
+            get = txn.get
+            for k in keys:
+                v = get(k)
+                if v is None:
+                    raise self._missing_key(k)
                 yield loads(v)
 
 
