@@ -219,16 +219,34 @@ def test_feedfree_predictor_feed_and_tf_dataset_inputs(ckpt):
         FeedfreePredictor(_config(path, return_input=True), FeedInput(ds))
 
 
-def test_package_names_and_modules_import_lazily():
-    code = ("import sys, trainbus.predict as p\n"
-            "assert 'tensorflow' not in sys.modules, 'TF imported by the package'\n"
-            "import trainbus.predict.base, trainbus.predict.config, trainbus.predict.concurrency\n"
-            "import trainbus.predict.dataset, trainbus.predict.feedfree, trainbus.predict.multigpu\n"
-            "from trainbus.predict import *\n"
-            "print(sorted(p.__all__))\n")
+ALL = ["AsyncPredictorBase", "DataParallelOfflinePredictor", "DatasetPredictorBase", "FeedfreePredictor",
+       "MultiThreadAsyncPredictor", "MultiTowerOfflinePredictor", "OfflinePredictor", "OnlinePredictor",
+       "PredictConfig", "PredictorBase", "SimpleDatasetPredictor"]
+
+
+def test_package_imports_without_tensorflow_and_names_resolve():
+    code = ("import sys\nsys.modules['tensorflow'] = None\n"
+            "import trainbus.predict as p\nprint(sorted(p.__all__))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip().splitlines()[-1] == str(sorted([
-        "AsyncPredictorBase", "DataParallelOfflinePredictor", "DatasetPredictorBase", "FeedfreePredictor",
-        "MultiThreadAsyncPredictor", "MultiTowerOfflinePredictor", "OfflinePredictor", "OnlinePredictor",
-        "PredictConfig", "PredictorBase", "SimpleDatasetPredictor"]))
+    assert out.stdout.strip().splitlines()[-1] == str(ALL)
+    import importlib
+
+    import trainbus.predict as pkg
+    for mod in ("base", "config", "concurrency", "dataset", "feedfree", "multigpu"):
+        importlib.import_module(f"trainbus.predict.{mod}")
+    ns = {}
+    exec("from trainbus.predict import *", ns)
+    assert sorted(k for k in ns if not k.startswith("__")) == ALL
+    assert pkg.MultiTowerOfflinePredictor.__module__ == "trainbus.predict.multigpu"
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        pkg.Nope
+
+
+def test_feedfree_predictor_reports_a_failed_input(ckpt):
+    path, xs, _ = ckpt
+    ds = DataFromList([[np.ones((2, 5), "float32")]], shuffle=False)     # 5 columns for a (None, 4) input
+    pred = FeedfreePredictor(_config(path), QueueInput(ds))
+    with pytest.raises(RuntimeError, match="input QueueInput failed"):
+        pred()
+    pred.close()

@@ -132,11 +132,18 @@ class FeedfreePredictor(PredictorBase):
                             f"arguments, got {len(args)}")
         if self._closed:
             raise RuntimeError("FeedfreePredictor was closed")
+        self._raise_input_failure()
+        try:
+            return self._driver.run(self._output_tensors)
+        except (tf.errors.OutOfRangeError, tf.errors.CancelledError):
+            self._raise_input_failure()   # a failed input thread closes its queue: report why
+            raise
+
+    def _raise_input_failure(self) -> None:
         failure = self._input_source.failure()
         if failure is not None:
             raise RuntimeError(f"FeedfreePredictor: the input {self._input_source} failed: "
                                f"{type(failure).__name__}: {failure}") from failure
-        return self._driver.run(self._output_tensors)
 
     def _do_call(self, dp: Sequence[Any]) -> Any:
         raise TypeError("FeedfreePredictor is called without inputs: pred()")
