@@ -261,3 +261,19 @@ def test_gaussian_deform_identity_with_zero_range():
     assert moved.shape == img.shape and moved.dtype == np.float32
     with pytest.raises(ValueError, match="shape"):
         aug.augment(_img(9, 8))
+
+
+class NoSuperInit(ImageAugmentor):
+    def __init__(self, k=2):
+        self.k = k  # no super().__init__()
+
+    def get_transform(self, img):
+        return imgaug.CropTransform(int(self.rng.randint(self.k)), 0, 1, 1)
+
+
+def test_subclass_without_super_init_gets_an_rng_on_first_use(seeded):
+    seeded(6)
+    aug = NoSuperInit(5)
+    assert aug.get_transform(_img()).y0 == np.random.RandomState(6).randint(5)
+    with pytest.raises(AttributeError, match="NoSuperInit object has no attribute 'nothing'"):
+        aug.nothing

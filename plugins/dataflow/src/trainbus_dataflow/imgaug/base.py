@@ -36,6 +36,13 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reseed_after_fork)
 
 
+def _track(aug: "ImageAugmentor") -> None:
+    try:
+        _LIVE_AUGMENTORS.add(aug)
+    except TypeError:  # unhashable (a subclass defined __eq__ only): it is not reseeded after fork
+        pass
+
+
 def _new_rng(obj: Any) -> np.random.RandomState:
     # The same seeding as RNGDataFlow: different per object, process and time unless a global seed is fixed.
     return get_rng(obj)
@@ -79,7 +86,15 @@ class ImageAugmentor:
 
     def __init__(self) -> None:
         self.reset_state()
-        _LIVE_AUGMENTORS.add(self)
+        _track(self)
+
+    def __getattr__(self, name: str) -> Any:
+        # Subclasses that skip super().__init__() get their rng on first use.
+        if name == "rng":
+            self.reset_state()
+            _track(self)
+            return self.__dict__["rng"]
+        raise AttributeError(f"{type(self).__name__} object has no attribute {name!r}")
 
     def _init(self, params: dict | None = None) -> None:
         """Store constructor arguments as attributes (call with ``locals()``); names starting with ``_`` and
