@@ -489,6 +489,33 @@ class TFDatasetInput(FeedfreeInput):
     def size(self) -> int:
         raise ValueError("TFDatasetInput has no known size; pass steps_per_epoch explicitly")
 
+    @staticmethod
+    def dataflow_to_dataset(df: Any, types: Sequence[Any]) -> Any:
+        """A ``tf.data.Dataset`` of the (list) datapoints of ``df``, one tuple of components of
+        ``types`` each; calls ``df.reset_state()``. Finite when ``df`` is: add ``.repeat()`` to train
+        on it for several epochs.
+
+        :param df: a DataFlow producing lists (anything with ``__iter__`` and ``reset_state``).
+        :param types: the ``tf.DType`` of every component.
+        """
+        if not is_dataflow(df):
+            raise TypeError(f"TFDatasetInput.dataflow_to_dataset needs a DataFlow, got {df!r}")
+        if not isinstance(types, (list, tuple)) or not types:
+            raise TypeError(f"TFDatasetInput.dataflow_to_dataset: types must be a list of tf.DType, one per "
+                            f"component, got {types!r}")
+        df.reset_state()
+        n = len(types)
+
+        def generate() -> Any:
+            for dp in df:
+                if len(dp) != n:
+                    raise ValueError(f"TFDatasetInput.dataflow_to_dataset: a datapoint of {type(df).__name__} has "
+                                     f"{len(dp)} components but {n} types were given")
+                yield tuple(dp)
+
+        sig = tuple(tf.TensorSpec(None, tf.as_dtype(t)) for t in types)
+        return tf.data.Dataset.from_generator(generate, output_signature=sig)
+
 
 class _QueueRunnerCallback(Callback):
     """Starts the queue runners a :class:`TensorInput` reads from before training and stops
@@ -558,6 +585,8 @@ class TensorInput(FeedfreeInput):
         self.get_tensor_fn = get_tensor_fn
         self._fixed_size = size
         self._tensors: list[Any] = []
+        #: the queue-runner threads started for this source (alive between before/after train)
+        self.queue_runner_threads: list[Any] = []
 
     def size(self) -> int:
         if self._fixed_size is None:
@@ -602,6 +631,7 @@ class TensorInput(FeedfreeInput):
         runners = self.queue_runners()
         for qr in runners:
             threads.extend(qr.create_threads(sess, coord=coord, daemon=True, start=True))
+        self.queue_runner_threads.extend(threads)
         if runners:
             logger.info(f"{self}: started {len(runners)} queue runner(s) with {len(threads)} thread(s)")
         return coord, threads

@@ -265,16 +265,18 @@ class TowerTensorHandle:
         return self._ctx.is_training
 
     def get_tensor(self, name: str) -> Any:
-        """A tensor of this tower by its name without the tower prefix, or an input by its
-        name in the input signature."""
+        """An input of this tower by its name in the input signature, or a tensor of this
+        tower by its name without the tower prefix."""
         name = get_op_tensor_name(name)[1]
+        if name in self._extra:
+            # an input name means this tower's input, even when the graph also has a tensor
+            # of that name (the signature's placeholders exist under every input source)
+            return self._extra[name]
         full = f"{self.ns_name}/{name}" if self.ns_name else name
         try:
             with self._graph().as_default():
                 return get_op_or_tensor_by_name(full)
         except KeyError:
-            if name in self._extra:
-                return self._extra[name]
             raise KeyError(f"tower {self.ns_name!r} has no tensor {name!r}") from None
 
     def get_tensors(self, names: Sequence[str]) -> list[Any]:
