@@ -210,6 +210,20 @@ class Monitors(Callback):
         return "Monitors"
 
 
+#: monitor backends that tensorpack's ``callbacks.monitor`` holds; here they come from plugins
+_PLUGIN_MONITORS = ("TFEventWriter", "JSONWriter", "ScalarPrinter", "SendMonitorData", "CometMLMonitor")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PLUGIN_MONITORS:
+        from trainbus import _registry
+
+        value = _registry.resolve(__name__, name, ("trainbus.callbacks",))
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _to_python_number(name: str, val: Any) -> Any:
     if isinstance(val, bool):
         return int(val)

@@ -13,8 +13,13 @@ from typing import Any
 
 from trainbus import _registry
 
-__all__ = ["get_default_sess_config", "get_global_step_var", "get_global_step_value", "get_tf_version_tuple",
-           "TowerContext", "get_current_tower_context", "TowerFunc", "argscope", "get_arg_scope"]
+#: the package's own public names; ``__all__`` (computed on access) adds the session
+#: initializers installed plugins declare, as tensorpack's star-imports its ``sessinit``
+_CORE_ALL = ("get_default_sess_config", "get_global_step_var", "get_global_step_value", "get_tf_version_tuple",
+             "collect_env_info", "TowerContext", "get_current_tower_context", "TowerFunc", "argscope",
+             "get_arg_scope", "enable_argscope_for_module", "enable_argscope_for_function", "SessionInit",
+             "JustCurrentSession", "ChainInit", "sessinit", "summary", "optimizer", "sesscreate", "gradproc",
+             "varreplace", "tower")
 
 _LAZY = {
     "get_default_sess_config": "trainbus.tfutils.common",
@@ -32,6 +37,8 @@ _LAZY = {
     "JustCurrentSession": "trainbus.tfutils.sessinit",
     "ChainInit": "trainbus.tfutils.sessinit",
     "collect_env_info": "trainbus.tfutils.collect_env",
+    "enable_argscope_for_module": "trainbus.tfutils.argscope",
+    "enable_argscope_for_function": "trainbus.tfutils.argscope",
 }
 _SUBMODULES = {"argscope", "collect_env", "collection", "common", "dependency", "export", "gradproc", "model_utils",
                "optimizer", "scope_utils", "sesscreate", "sessinit", "summary", "symbolic_functions", "tower",
@@ -40,7 +47,8 @@ _SUBMODULES = {"argscope", "collect_env", "collection", "common", "dependency", 
 # imports no TensorFlow), else importing the submodule would shadow it with the module.
 from trainbus.tfutils.argscope import argscope, get_arg_scope  # noqa: E402
 
-_plugin_getattr, _plugin_dir = _registry.make_module_getattr(__name__, ("trainbus.tfutils.sessinit",), globals())
+_plugin_getattr, _plugin_dir = _registry.make_module_getattr(__name__, ("trainbus.tfutils.sessinit",), globals(),
+                                                             _CORE_ALL)
 
 
 def __getattr__(name: str) -> Any:

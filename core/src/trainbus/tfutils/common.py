@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from trainbus.tfutils import _tf
+from trainbus.tfutils.collect_env import collect_env_info  # tensorpack's path for it too
 
 __all__ = ["get_default_sess_config", "get_global_step_var", "get_global_step_value", "get_tf_version_tuple",
-           "get_op_tensor_name", "get_op_or_tensor_by_name"]
+           "get_op_tensor_name", "get_op_or_tensor_by_name", "collect_env_info"]
 
 
 def get_default_sess_config(mem_fraction: float = 0.99) -> Any:
