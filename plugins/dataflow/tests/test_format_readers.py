@@ -137,3 +137,31 @@ def test_svmlight(tmp_path):
     assert [g[1] for g in got] == [1, -1, 1]
     with pytest.raises(FileNotFoundError, match="nope.svm"):
         SVMLightData(os.path.join(str(tmp_path), "nope.svm"))
+
+
+def test_forked_reader_while_parent_holds_the_database_open(tmp_path):
+    """A worker forked while the parent reads the database can open and read it too (LMDB refuses a
+    second environment of one file in a process, forked children included)."""
+    from trainbus.dataflow import DataFromList, LMDBSerializer
+
+    path = str(tmp_path / "x.lmdb")
+    LMDBSerializer.save(DataFromList([[i] for i in range(50)], shuffle=False), path)
+    parent = LMDBSerializer.load(path, shuffle=False)
+    parent.reset_state()
+    assert [dp[0] for dp in parent] == list(range(50))
+    child_df = LMDBSerializer.load(path, shuffle=True)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        try:
+            child_df.reset_state()
+            os.write(w, repr(sorted(dp[0] for dp in child_df)).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    got = b""
+    while chunk := os.read(r, 65536):
+        got += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    assert got.decode() == repr(list(range(50)))

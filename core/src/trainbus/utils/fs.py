@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
 import tempfile
 import urllib.error
 import urllib.request
