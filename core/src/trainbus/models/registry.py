@@ -59,12 +59,14 @@ def get_registered_layer(name: str) -> Callable[..., Any] | None:
 def _make_normalizer(layer_name: str, aliases: Mapping[str, str]) -> Callable[..., dict]:
     def normalize(kwargs: dict[str, Any], where: str | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {}
+        given_as: dict[str, str] = {}
         for k, v in kwargs.items():
             canon = aliases.get(k, k)
             if canon in out:
-                raise TypeError(f"{where or layer_name}: argument {canon!r} given twice "
-                                f"(as {k!r} and as {canon!r} or another alias); give it once")
+                raise TypeError(f"{where or layer_name}: argument {canon!r} given twice (as {given_as[canon]!r} "
+                                f"and as {k!r}); give it once")
             out[canon] = v
+            given_as[canon] = k
         return out
 
     return normalize

@@ -21,11 +21,11 @@ def rename_get_variable(mapping: Mapping[str, str]) -> Iterator[Any]:
         raise TypeError(f"rename_get_variable needs a dict {{old basename: new basename}}, got {mapping!r}")
     table = dict(mapping)
 
-    def getter(get: Any, name: str, *args: Any, **kwargs: Any) -> Any:
+    def getter(getter: Any, name: str, *args: Any, **kwargs: Any) -> Any:
         head, sep, base = name.rpartition("/")
         if base in table:
             name = head + sep + table[base]
-        return get(name, *args, **kwargs)
+        return getter(name, *args, **kwargs)
 
     with custom_getter_scope(getter) as vs:
         yield vs
