@@ -277,3 +277,50 @@ def test_subclass_without_super_init_gets_an_rng_on_first_use(seeded):
     assert aug.get_transform(_img()).y0 == np.random.RandomState(6).randint(5)
     with pytest.raises(AttributeError, match="NoSuperInit object has no attribute 'nothing'"):
         aug.nothing
+
+
+class OldBrightness(ImageAugmentor):
+    def __init__(self, delta):
+        super().__init__()
+        self._init(locals())
+
+    def _get_augment_params(self, _):
+        return self._rand_range(-self.delta, self.delta)
+
+    def _augment(self, img, v):
+        return img + v
+
+
+class OldFlip(ImageAugmentor):
+    def __init__(self):
+        super().__init__()
+
+    def _get_augment_params(self, img):
+        return img.shape[1]
+
+    def _augment(self, img, w):
+        return img[:, ::-1]
+
+    def _augment_coords(self, coords, w):
+        coords[:, 0] = w - coords[:, 0]
+        return coords
+
+
+class OldNoParams(ImageAugmentor):
+    def _augment(self, img, params):
+        assert params is None
+        return img * 2
+
+
+def test_older_style_augmentors_in_a_list_replay_the_same_transform():
+    img = np.random.RandomState(0).rand(20, 20).astype("float32")
+    augs = AugmentorList([OldBrightness(0.5), OldFlip(), OldNoParams(), imgaug.Resize((30, 30)),
+                          imgaug.SaltPepperNoise()])
+    assert repr(augs.augmentors[0]) == "imgaug.OldBrightness(delta=0.5)"
+    tfms = augs.get_transform(img)
+    first = tfms.apply_image(img.copy())
+    second = tfms.apply_image(img.copy())  # the same transform applied again: the same result
+    np.testing.assert_array_equal(first, second)
+    assert first.shape == (30, 30)
+    coords = tfms.apply_coords(np.array([[0.0, 0.0], [10.0, 12.0]], dtype="float32"))
+    np.testing.assert_allclose(coords, [[30.0, 0.0], [15.0, 18.0]])

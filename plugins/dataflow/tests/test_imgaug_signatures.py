@@ -34,7 +34,8 @@ TENSORPACK_SIGNATURES = {
     "Gamma": "range=(-0.5, 0.5)",
     "GaussianBlur": "size_range=(0, 3), sigma_range=(0, 0), symmetric=True, max_size=None",
     "GaussianNoise": "sigma=1, clip=True",
-    "GoogleNetRandomCropAndResize": "crop_area_fraction=(0.08, 1.0), aspect_ratio_range=(0.75, 1.333), target_shape=224, interp=1",
+    "GoogleNetRandomCropAndResize": ("crop_area_fraction=(0.08, 1.0), aspect_ratio_range=(0.75, 1.333), "
+                                     "target_shape=224, interp=1"),
     "Grayscale": "keepdims=True, rgb=False, keepshape=False",
     "Hue": "range=(0, 180), rgb=True",
     "IAAugmentor": "augmentor",

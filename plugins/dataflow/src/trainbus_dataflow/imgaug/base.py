@@ -132,12 +132,12 @@ class ImageAugmentor:
         """
         from .transform import BaseTransform, TransformFactory
 
-        legacy_params = getattr(self, "_get_augment_params", None) or getattr(self, "get_augment_params", None)
-        if legacy_params is None or not hasattr(self, "_augment"):
+        if not hasattr(self, "_augment"):
             raise NotImplementedError(
                 f"{type(self).__name__} must implement get_transform(img) returning a Transform "
                 "(or the older pair _get_augment_params(img) and _augment(img, params))")
-        params = legacy_params(img)
+        legacy_params = getattr(self, "_get_augment_params", None) or getattr(self, "get_augment_params", None)
+        params = None if legacy_params is None else legacy_params(img)
         if isinstance(params, BaseTransform):
             return params
 
