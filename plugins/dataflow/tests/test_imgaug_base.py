@@ -86,7 +86,8 @@ def test_rand_range_is_float32_uniform():
 
 
 @pytest.mark.skipif(not hasattr(os, "register_at_fork"), reason="os.register_at_fork is POSIX-only")
-def test_fork_reseeds_augmentors_in_the_child():
+def test_fork_reseeds_augmentors_in_the_child(monkeypatch):
+    monkeypatch.setattr(imgaug_base, "get_rng", lambda obj: np.random.RandomState(os.getpid()))
     aug = RandomCrop(1)
     img = _img(1000, 1000)
     r, w = os.pipe()
@@ -101,6 +102,8 @@ def test_fork_reseeds_augmentors_in_the_child():
     with os.fdopen(r, "rb") as f:
         child = pickle.loads(f.read())
     os.waitpid(pid, 0)
+    ref = np.random.RandomState(pid)  # the child's reseeded stream
+    assert child == [(ref.randint(1000), ref.randint(1000)) for _ in range(8)]
     assert child != _crops(aug, img)
 
 
