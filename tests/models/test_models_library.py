@@ -340,7 +340,9 @@ def test_layer_register_scopes_positional_arguments_and_errors(caplog):
             Maxout(tf.ones([2, 6]), 4)
         with pytest.raises(ValueError, match="log_shape=True needs use_scope=True"):
             layer_register(log_shape=True, use_scope=None)
-        with pytest.raises(TypeError, match=r"BatchNorm\('bn'\): argument 'momentum' given twice \(as 'decay' and as 'momentum'\)"):
+        with pytest.raises(TypeError,
+                           match=r"BatchNorm\('bn'\): argument 'momentum' given twice "
+                                 r"\(as 'decay' and as 'momentum'\)"):
             BatchNorm("bn", tf.ones([2, 2]), training=True, decay=0.9, momentum=0.9)
 
 

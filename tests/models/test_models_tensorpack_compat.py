@@ -205,8 +205,6 @@ def test_variables_and_collections_match_tensorpack(call):
 
 def _tensorpack_fixture_model(x):
     """The model tensorpack built for tests/data/models_tensorpack (same layer calls)."""
-    from trainbus.models import BatchRenorm as BRN
-
     l = Conv2D('conv0', x, 4, 3, activation=tf.nn.relu)
     l = BatchNorm('bn0', l)
     l = PReLU('prelu', l)
@@ -216,7 +214,7 @@ def _tensorpack_fixture_model(x):
     l = InstanceNorm('inorm', l)
     l = MaxPooling('pool', l, 2)
     l = BNReLU('bnrelu', l)
-    l = BRN('brn', l, rmax=3.0, dmax=5.0)
+    l = BatchRenorm('brn', l, rmax=3.0, dmax=5.0)
     l = BatchNorm('bn_ghost', l, virtual_batch_size=2)
     l = FullyConnected('fc', l, 5)
     l = BatchNorm('bn1', l, momentum=0.8)

@@ -10,7 +10,7 @@ from typing import Any, Callable, Mapping
 
 import tensorflow as tf
 
-from trainbus.models.utils import VariableHolder
+from trainbus.models.utils import VariableHolder  # noqa: F401 - importable from here too
 from trainbus.tfutils.argscope import get_arg_scope
 from trainbus.utils import logger
 
@@ -199,7 +199,3 @@ def _should_log() -> bool:
 
     ctx = get_current_tower_context()
     return ctx is None or ctx.is_main_training_tower
-
-
-# kept importable from here as before
-VariableHolder = VariableHolder
