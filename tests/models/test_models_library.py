@@ -437,3 +437,17 @@ def test_enable_argscope_for_module_on_tf_compat_v1_layers():
     else:   # tf_keras routes tf.compat.v1.layers to real functions: they get patched
         names = enable_argscope_for_module(tf1.layers, log_shape=False)
         assert "conv2d" in names and hasattr(tf1.layers.conv2d, "symbolic_function")
+
+
+def test_batchnorm_frozen_in_training_warns_once_and_uses_moving_statistics(caplog):
+    xv = RNG.randn(4, 3).astype("float32")
+    with tf.Graph().as_default():
+        with TowerContext("", is_training=True), caplog.at_level(logging.WARNING, logger="trainbus"):
+            y = BatchNorm("bn", tf.constant(xv), use_local_stat=False)
+            BatchNorm("bn2", tf.constant(xv), training=False)
+        assert caplog.text.count("uses the moving mean/variance while training") == 1
+        assert tf1.get_collection(tf1.GraphKeys.UPDATE_OPS) == []
+        assert {v.op.name for v in tf1.model_variables()} == {"bn/mean/EMA", "bn/variance/EMA", "bn2/mean/EMA",
+                                                              "bn2/variance/EMA"}
+        out = _run(y)
+    np.testing.assert_allclose(out, xv / np.sqrt(1 + 1e-5), rtol=1e-5)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import weakref
 from typing import Any
 
 import tensorflow as tf
@@ -18,6 +19,7 @@ tf1 = tf.compat.v1
 __all__ = ["BatchNorm", "BatchRenorm"]
 
 _EMA_UPDATES = ("default", "collection", "internal", "skip")
+_WARNED: "weakref.WeakKeyDictionary[Any, set[str]]" = weakref.WeakKeyDictionary()
 _BN_ALIASES = {"use_bias": "center", "use_scale": "scale", "gamma_init": "gamma_initializer",
                "beta_init": "beta_initializer", "decay": "momentum", "use_local_stat": "training"}
 
@@ -142,7 +144,11 @@ def BatchNorm(inputs: Any, axis: int | None = None, *, training: bool | None = N
     if sync_statistics is not None and virtual_batch_size is not None:
         raise ValueError("BatchNorm: sync_statistics and virtual_batch_size cannot be used together")
     if ctx is not None and not training and ctx.is_training and ctx.is_main_training_tower:
-        logger.warn("BatchNorm: a layer uses the moving mean/variance while training (training=False)")
+        warned = _WARNED.setdefault(tf1.get_default_graph(), set())
+        if "frozen" not in warned:
+            warned.add("frozen")
+            logger.warn("Some BatchNorm layer uses the moving mean/variance while training (training=False): "
+                        "its statistics stay fixed and only gamma/beta train")
     do_update = training and (ctx is None or ctx.is_main_training_tower or not ctx.is_training) \
         and ema_update != "skip"
     pdtype = _param_dtype(x)
