@@ -66,25 +66,32 @@ def _discard(*paths: str) -> None:
 
 
 class _LMDBDeserialized(LMDBData):
-    """An :class:`LMDBData` that produces the decoded datapoints directly (one loop, no mapper)."""
+    """An :class:`LMDBData` that produces the decoded datapoints directly (one loop, no mapper).
+
+    Values are read as buffers into LMDB's memory map rather than copied to ``bytes`` first: each is
+    decoded before the next read, and ``loads`` copies everything it returns out of its argument.
+    """
 
     def __iter__(self) -> Iterator[Any]:
         self._check_open()
         with self._guard:
-            txn = self._txn
-            if not self._shuffle:
-                for k, v in txn.cursor().iternext(keys=True, values=True):
-                    if k != _KEYS:
-                        yield loads(v)
-                return
-            keys = self.keys
-            self.rng.shuffle(keys)
-            get = txn.get
-            for k in keys:
-                v = get(k)
-                if v is None:
-                    raise self._missing_key(k)
-                yield loads(v)
+            txn = self._lmdb.begin(buffers=True)
+            try:
+                if not self._shuffle:
+                    for k, v in txn.cursor().iternext(keys=True, values=True):
+                        if k != _KEYS:
+                            yield loads(v)
+                    return
+                keys = self.keys
+                self.rng.shuffle(keys)
+                get = txn.get
+                for k in keys:
+                    v = get(k)
+                    if v is None:
+                        raise self._missing_key(k)
+                    yield loads(v)
+            finally:
+                txn.abort()
 
 
 class LMDBSerializer:
