@@ -209,3 +209,20 @@ def test_hdf5_roundtrip(tmp_path):
     with pytest.raises(ValueError, match="datapoint 0 has 3 components but data_paths names 2"):
         HDF5Serializer.save(DataFromList(pts, shuffle=False), str(tmp_path / "b.h5"), ["a", "b"])
     assert sorted(os.listdir(tmp_path)) == ["pts.h5"]
+
+
+def test_lmdb_loaded_arrays_are_independent_of_the_database(tmp_path):
+    """Values are decoded straight from LMDB's memory map: what comes out must be copies that stay
+    valid after the pass and the database are gone, and may be written to."""
+    pts = make_points(40, seed=3)
+    path = str(tmp_path / "db")
+    LMDBSerializer.save(DataFromList(pts, shuffle=False), path)
+    for shuffle in (False, True):
+        ds = LMDBSerializer.load(path, shuffle=shuffle)
+        ds.reset_state()
+        got = sorted(ds, key=lambda dp: dp[2])
+        assert all(dp[0].flags.writeable for dp in got)
+        got[0][0][...] = -1.0
+        again = sorted(ds, key=lambda dp: dp[2])
+        assert_same(again, pts)
+        assert_same(got[1:], pts[1:])
