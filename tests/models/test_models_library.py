@@ -451,3 +451,28 @@ def test_batchnorm_frozen_in_training_warns_once_and_uses_moving_statistics(capl
                                                               "bn2/variance/EMA"}
         out = _run(y)
     np.testing.assert_allclose(out, xv / np.sqrt(1 + 1e-5), rtol=1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.cluster
+@pytest.mark.timeout(120)
+def test_batchnorm_sync_statistics_horovod_normalizes_with_the_whole_batch(tmp_path):
+    """Two real Horovod ranks each hold half of a batch: both normalize with the statistics of
+    the whole batch and update the moving mean with the whole batch's mean."""
+    import os
+    import subprocess
+
+    horovodrun = os.path.join(os.path.dirname(sys.executable), "horovodrun")
+    worker = os.path.join(os.path.dirname(__file__), "hvd_sync_bn_worker.py")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    proc = subprocess.run([horovodrun, "--gloo", "-np", "2", "-H", "localhost:2", sys.executable, worker,
+                           str(tmp_path)], env=env, capture_output=True, text=True, timeout=110)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    batch = (np.random.RandomState(0).randn(8, 2, 2, 3) * 2 + 1).astype("float32")
+    mean, var = batch.mean((0, 1, 2)), batch.var((0, 1, 2))
+    full = (batch - mean) / np.sqrt(var + 1e-5)
+    for rank in (0, 1):
+        got = np.load(tmp_path / f"rank{rank}.npz")
+        assert int(got["size"]) == 2
+        np.testing.assert_allclose(got["out"], full[rank * 4:(rank + 1) * 4], rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(got["moving_mean"], 0.5 * mean, rtol=1e-4, atol=1e-6)

@@ -71,8 +71,8 @@ def _sync_moments(x: Any, red_axis: list[int], sync: str, ctx: Any) -> tuple[Any
         if hvd.size() == 1:
             logger.warn("BatchNorm(sync_statistics='horovod') is used with only one process: statistics are local")
         else:
-            mean = hvd.allreduce(mean, average=True)
-            mean_sq = hvd.allreduce(mean_sq, average=True)
+            mean = hvd.allreduce(mean, op=hvd.Average)
+            mean_sq = hvd.allreduce(mean_sq, op=hvd.Average)
     return mean, mean_sq - tf.square(mean)
 
 
