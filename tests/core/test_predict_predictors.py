@@ -220,8 +220,8 @@ def test_feedfree_predictor_feed_and_tf_dataset_inputs(ckpt):
 
 
 ALL = ["AsyncPredictorBase", "DataParallelOfflinePredictor", "DatasetPredictorBase", "FeedfreePredictor",
-       "MultiThreadAsyncPredictor", "MultiTowerOfflinePredictor", "OfflinePredictor", "OnlinePredictor",
-       "PredictConfig", "PredictorBase", "SimpleDatasetPredictor"]
+       "MultiProcessDatasetPredictor", "MultiThreadAsyncPredictor", "MultiTowerOfflinePredictor", "OfflinePredictor",
+       "OnlinePredictor", "PredictConfig", "PredictorBase", "SimpleDatasetPredictor"]
 
 
 def test_package_imports_without_tensorflow_and_names_resolve():

@@ -215,8 +215,9 @@ def setup_keras_trainer(trainer: Any, get_model: Callable[..., Any], input_signa
         input_tensors, target_tensors = list(inputs[:nr_inputs]), list(inputs[nr_inputs:])
         outputs, model = caller(*input_tensors)
         if len(outputs) != len(target_tensors):
+            targets = [s.name for s in target_signature]
             raise ValueError(f"the Keras model has {len(outputs)} outputs but target_signature has "
-                             f"{len(target_tensors)} targets ({[s.name for s in target_signature]}); give one per output")
+                             f"{len(target_tensors)} targets ({targets}); give one per output")
         if len(outputs) != len(loss):
             raise ValueError(f"the Keras model has {len(outputs)} outputs but {len(loss)} losses were given ({loss})")
         loss_tensors = []

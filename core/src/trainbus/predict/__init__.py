@@ -9,6 +9,7 @@
 ``MultiThreadAsyncPredictor``      threads batching queued datapoints (``trainbus.predict.concurrency``)
 ``DatasetPredictorBase``           runs over a DataFlow (``trainbus.predict.dataset``)
 ``SimpleDatasetPredictor``         one ``OfflinePredictor`` over a DataFlow
+``MultiProcessDatasetPredictor``   worker processes over a DataFlow
 ``FeedfreePredictor``              inputs from an ``InputSource`` (``trainbus.predict.feedfree``)
 ``MultiTowerOfflinePredictor``     one tower per device, one predictor each (``trainbus.predict.multigpu``)
 ``DataParallelOfflinePredictor``   one predictor running every tower at once
@@ -26,7 +27,7 @@ _NAMES = {
     "PredictConfig": "config",
     "PredictorBase": "base", "AsyncPredictorBase": "base", "OnlinePredictor": "base", "OfflinePredictor": "base",
     "MultiThreadAsyncPredictor": "concurrency",
-    "DatasetPredictorBase": "dataset", "SimpleDatasetPredictor": "dataset",
+    "DatasetPredictorBase": "dataset", "SimpleDatasetPredictor": "dataset", "MultiProcessDatasetPredictor": "dataset",
     "FeedfreePredictor": "feedfree",
     "MultiTowerOfflinePredictor": "multigpu", "DataParallelOfflinePredictor": "multigpu",
 }

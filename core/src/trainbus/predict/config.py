@@ -108,6 +108,18 @@ class PredictConfig:
         self.return_input = bool(return_input)
         self.create_graph = bool(create_graph)
 
+    def __getstate__(self) -> dict:
+        # a TowerFunc remembers the towers built with it (graph tensors): pickle the function
+        # and its signature only (for predictor worker processes)
+        state = dict(self.__dict__)
+        state["tower_func"] = (self.tower_func._tower_fn, self.tower_func.input_signature)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        fn, signature = state.pop("tower_func")
+        self.__dict__.update(state)
+        self.tower_func = TowerFunc(fn, signature)
+
     def _maybe_create_graph(self) -> Any:
         """A new graph, or the default graph when ``create_graph=False``."""
         return tf.Graph() if self.create_graph else tf1.get_default_graph()
