@@ -108,7 +108,8 @@ def test_batchnorm_train_vs_inference_and_update_ops():
         assert len(upd) == 2
         v = _vars()
         assert sorted(v) == ["bn/beta", "bn/gamma", "bn/mean/EMA", "bn/variance/EMA"]
-        assert {x.op.name for x in tf1.get_collection(tf1.GraphKeys.MODEL_VARIABLES)} == {"bn/mean/EMA", "bn/variance/EMA"}
+        model_vars = tf1.get_collection(tf1.GraphKeys.MODEL_VARIABLES)
+        assert {x.op.name for x in model_vars} == {"bn/mean/EMA", "bn/variance/EMA"}
         assert {x.op.name for x in tf1.trainable_variables()} == {"bn/beta", "bn/gamma"}
         with TowerContext("infer", is_training=False):
             with tf1.variable_scope(tf1.get_variable_scope(), reuse=True):
