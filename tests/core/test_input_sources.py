@@ -275,3 +275,79 @@ def test_remap_input_source_feeds_some_inputs_and_leaves_the_others_placeholders
     with tf.Graph().as_default():
         with pytest.raises(ValueError, match=r"\['z'\] are not inputs of the model"):
             remap_input_source(PlaceholderInput(), ["x", "z"]).setup([tf.TensorSpec([None], tf.float32, "x")])
+
+
+def test_zmq_input_trains_from_a_sender_process(logdir, tmp_path):
+    import subprocess
+    import sys
+
+    from trainbus.input_source import ZMQInput
+
+    addr = f"ipc://{tmp_path}/train-pipe"
+    sender = subprocess.Popen([sys.executable, "-c", (
+        "from trainbus_dataflow.remote import send_dataflow_zmq\n"
+        "from trainbus.testing import tiny_dataflow\n"
+        f"send_dataflow_zmq(tiny_dataflow(), {addr!r}, max_datapoints=24)\n")])
+    try:
+        src = ZMQInput(addr, hwm=10)
+        with pytest.raises(ValueError, match="no size"):
+            src.size()
+
+        class FirstBatch(Callback):
+            def _setup_graph(self):
+                self._x = self.trainer.towers.training()[0]["x"]
+                self.xs = []
+
+            def _before_run(self, ctx):
+                return [self._x]
+
+            def _after_run(self, ctx, values):
+                self.xs.append(values.results[0])
+
+        rec = FirstBatch()
+        trainer = SimpleTrainer()
+        launch_train_with_config(TrainConfig(model=TinyModel(), data=src, max_epoch=2, steps_per_epoch=3,
+                                             callbacks=[rec], extra_callbacks=[], monitors=[]), trainer)
+        assert sender.wait(timeout=60) == 0
+    finally:
+        sender.kill()
+    batches = [b[0] for b in tiny_dataflow()]
+    assert len(rec.xs) == 6
+    for got, want in zip(rec.xs, batches):
+        np.testing.assert_array_equal(got, want)
+    assert trainer.graph.get_tensor_by_name("x:0").op.type == "Placeholder"
+    assert src.failure() is None and not src.thread.is_alive()
+    with pytest.raises(ValueError, match="must be a ZMQ endpoint"):
+        ZMQInput("localhost:5555", 10)
+
+
+def test_zmq_input_to_dataset_reads_serialized_datapoints(tmp_path):
+    import threading
+
+    import zmq
+
+    from trainbus.input_source import ZMQInput
+    from trainbus.utils.serialize import dumps
+
+    addr = f"ipc://{tmp_path}/ds-pipe"
+    sent = [[np.full([2], i, "float32"), np.int32(i)] for i in range(3)]
+
+    def send():
+        ctx = zmq.Context()
+        s = ctx.socket(zmq.PUSH)
+        s.connect(addr)
+        for dp in sent:
+            s.send(dumps(dp))
+        s.close(linger=-1)
+        ctx.term()
+
+    with tf.Graph().as_default():
+        ds = ZMQInput(addr, hwm=5).to_dataset([tf.TensorSpec([2], tf.float32, "v"), tf.TensorSpec([], tf.int32, "i")])
+        nxt = tf1.data.make_one_shot_iterator(ds.take(3)).get_next()
+        th = threading.Thread(target=send, daemon=True)
+        th.start()
+        with tf1.Session() as sess:
+            got = [sess.run(nxt) for _ in range(3)]
+        th.join(timeout=10)
+    assert [int(i) for _, i in got] == [0, 1, 2]
+    np.testing.assert_array_equal(got[2][0], [2.0, 2.0])
