@@ -58,8 +58,9 @@ class Record(Callback):
     """Keeps the monitors' latest scalars after each epoch, the graph's facts, the batch-norm
     moving mean before and after training, and the callbacks the trainer runs."""
 
-    def __init__(self):
+    def __init__(self, keys=KEYS):
         self.scalars = []
+        self.keys = keys
 
     def _setup_graph(self):
         g = self.graph
@@ -72,7 +73,7 @@ class Record(Callback):
         self.mean0 = self.trainer.sess.run(self.moving_mean)
 
     def _trigger_epoch(self):
-        self.scalars.append({k: self.trainer.monitors.get_latest(k) for k in KEYS})
+        self.scalars.append({k: self.trainer.monitors.get_latest(k) for k in self.keys})
 
     def _after_train(self):
         self.mean1 = self.trainer.sess.run(self.moving_mean)
@@ -192,3 +193,27 @@ def test_missing_tf_keras_says_what_to_install():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert 'pip install "trainbus[keras]"' in out.stdout, out.stdout + out.stderr
     assert "pip install tf-keras" in out.stdout
+
+
+def test_two_towers_share_one_model_and_replicated_is_refused():
+    from trainbus.train import SyncMultiGPUTrainerParameterServer, SyncMultiGPUTrainerReplicated
+
+    train = BatchData(DataFromList(stripes(64, 0), shuffle=False), 16)
+    with tf.Graph().as_default() as g:
+        rec = Record(keys=("total_loss", "categorical_accuracy"))
+        M = KerasModel(model_func, SIG_IN, SIG_OUT, input=train, trainer=SyncMultiGPUTrainerParameterServer(2))
+        M.compile(optimizer=tf1.train.AdamOptimizer(1e-2), loss="categorical_crossentropy",
+                  metrics="categorical_accuracy")
+        M.fit(max_epoch=1, steps_per_epoch=2, callbacks=[rec])
+        # one set of Keras variables: the second tower called the first tower's model
+        names = sorted(v.op.name for v in g.get_collection(tf1.GraphKeys.TRAINABLE_VARIABLES))
+        assert names == ["batch_normalization/beta", "batch_normalization/gamma", "conv2d/bias", "conv2d/kernel",
+                         "dense/bias", "dense/kernel", "dense_1/bias", "dense_1/kernel"]
+        assert len(rec.update_ops) == 2                      # the main tower's batch-norm updates only
+        assert g.get_tensor_by_name("tower1/categorical_crossentropy:0") is not None
+        assert not np.allclose(rec.mean0, rec.mean1)
+        assert rec.scalars[0]["total_loss"] > 0
+    with tf.Graph().as_default():
+        M = KerasModel(model_func, SIG_IN, SIG_OUT, input=train, trainer=SyncMultiGPUTrainerReplicated(2))
+        with pytest.raises(TypeError, match="SyncMultiGPUTrainerParameterServer"):
+            M.compile(optimizer=tf1.train.AdamOptimizer(1e-2), loss="categorical_crossentropy")

@@ -71,9 +71,9 @@ def _check_model(model: Any, get_model: Any) -> None:
 
 class KerasModelCaller:
     """Call ``get_model`` in every tower as a tower function part: the first call builds the
-    Keras model; later towers that share variables (inference towers, further data-parallel
-    training towers) call that same model on their inputs, with ``training=`` from the tower
-    context; a training tower with its own variable scope builds a new model.
+    Keras model; later towers (inference towers, further data-parallel training towers, which
+    share the variables) call that same model on their inputs, with ``training=`` from the tower
+    context. Training towers with their own variables (replicated training) are refused.
 
     The built model's trainable weights are kept in ``TRAINABLE_VARIABLES`` (and only them);
     its updates (e.g. batch-norm statistics) are added to ``UPDATE_OPS`` by the main training
@@ -89,7 +89,13 @@ class KerasModelCaller:
         ctx = get_current_tower_context()
         training = ctx.is_training if ctx is not None else None
         own_vars = ctx is not None and ctx.is_training and bool(ctx.vs_name)
-        if self.cached_model is None or own_vars:
+        if own_vars and self.cached_model is not None:
+            # Keras names each new model's layers uniquely (dense_1, ...) whatever the variable scope,
+            # so a second copy of the variables cannot match the first one's names
+            raise TypeError(f"Keras models cannot be trained by trainers whose towers have their own variables "
+                            f"(tower {ctx.ns_name!r}: e.g. SyncMultiGPUTrainerReplicated); use a trainer that "
+                            "shares the variables, e.g. SyncMultiGPUTrainerParameterServer")
+        if self.cached_model is None:
             g = tf1.get_default_graph()
             before = {v.ref() for v in tf1.trainable_variables()}
             scope = _null_scope()
@@ -99,8 +105,7 @@ class KerasModelCaller:
             with scope:
                 model = self.get_model(*input_tensors)
             _check_model(model, self.get_model)
-            if self.cached_model is None:
-                self.cached_model = model
+            self.cached_model = model
             self._fix_trainable(g, model, before)
             if ctx is None or ctx.is_main_training_tower:
                 for op in model.updates:
