@@ -66,8 +66,9 @@ class SummarizingModel(trainbus.ModelDesc):
 def test_summaries_in_build_graph_with_inference_runner_train_two_epochs(logdir):
     model = SummarizingModel()
     trainer = SimpleTrainer()
+    runner = InferenceRunner(digits("val"), [ScalarStats("cost"), ClassificationError("wrong")])
     config = TrainConfig(model=model, data=QueueInput(digits("train")), max_epoch=2, steps_per_epoch=20,
-                         callbacks=[InferenceRunner(digits("val"), [ScalarStats("cost"), ClassificationError("wrong")])])
+                         callbacks=[runner])
     launch_train_with_config(config, trainer)   # crashed at the end of epoch 1 before the fix
 
     assert trainer.epoch_num == 2 and trainer.global_step == 40

@@ -150,7 +150,8 @@ class SyncMultiGPUParameterServerBuilder(DataParallelBuilder):
         :returns: the training op.
         """
         if len(grad_list) != len(self.towers):
-            raise ValueError(f"{type(self).__name__}.build: {len(grad_list)} gradient lists for {len(self.towers)} towers")
+            raise ValueError(f"{type(self).__name__}.build: {len(grad_list)} gradient lists for "
+                             f"{len(self.towers)} towers")
         DataParallelBuilder._check_grad_list(grad_list)
         check_shared_grads(grad_list)
         self.grads = aggregate_grads_colocate(grad_list, average=True)
@@ -200,7 +201,8 @@ class SyncMultiGPUReplicatedBuilder(DataParallelBuilder):
             restored; None with one tower).
         """
         if len(grad_list) != len(self.towers):
-            raise ValueError(f"{type(self).__name__}.build: {len(grad_list)} gradient lists for {len(self.towers)} towers")
+            raise ValueError(f"{type(self).__name__}.build: {len(grad_list)} gradient lists for "
+                             f"{len(self.towers)} towers")
         raw = self.raw_devices
         DataParallelBuilder._check_grad_list(grad_list)
         check_replicated_grads(grad_list)
@@ -307,7 +309,8 @@ class AsyncMultiGPUBuilder(DataParallelBuilder):
         :returns: the training op.
         """
         if len(grad_list) != len(self.towers):
-            raise ValueError(f"{type(self).__name__}.build: {len(grad_list)} gradient lists for {len(self.towers)} towers")
+            raise ValueError(f"{type(self).__name__}.build: {len(grad_list)} gradient lists for "
+                             f"{len(self.towers)} towers")
         DataParallelBuilder._check_grad_list(grad_list)
         check_shared_grads(grad_list)
         k = len(self.towers)

@@ -196,7 +196,8 @@ def split_grad_list(grad_list: Sequence[Sequence[tuple[Any, Any]]]) -> tuple[lis
     return grads, variables
 
 
-def merge_grad_list(all_grads: Sequence[Sequence[Any]], all_vars: Sequence[Sequence[Any]]) -> list[list[tuple[Any, Any]]]:
+def merge_grad_list(all_grads: Sequence[Sequence[Any]],
+                    all_vars: Sequence[Sequence[Any]]) -> list[list[tuple[Any, Any]]]:
     """``K x N`` gradients and ``K x N`` variables -> ``K x N (grad, var)`` (inverse of
     :func:`split_grad_list`)."""
     if len(all_grads) != len(all_vars):
@@ -211,7 +212,8 @@ def _dense(g: Any) -> Any:
 def _check_k_by_n(all_grads: Sequence[Sequence[Any]], who: str) -> None:
     sizes = {len(gs) for gs in all_grads}
     if len(sizes) > 1:
-        raise ValueError(f"{who}: every tower must have as many gradients as the others, got {[len(g) for g in all_grads]}")
+        raise ValueError(f"{who}: every tower must have as many gradients as the others, "
+                         f"got {[len(g) for g in all_grads]}")
 
 
 _collective_instance = itertools.count(100)
@@ -321,7 +323,8 @@ def allreduce_grads_hierarchical(all_grads: Sequence[Sequence[Any]], devices: Se
     return per_tower
 
 
-def aggregate_grads_colocate(grad_list: Sequence[Sequence[tuple[Any, Any]]], average: bool = True) -> list[tuple[Any, Any]]:
+def aggregate_grads_colocate(grad_list: Sequence[Sequence[tuple[Any, Any]]],
+                             average: bool = True) -> list[tuple[Any, Any]]:
     """Sum (or average) the gradients of towers that share their variables, each next to its
     variable: ``K x N (grad, var)`` -> ``N (grad, var)``."""
     check_shared_grads(grad_list)

@@ -50,8 +50,8 @@ def build_or_reuse_placeholder(spec: Any) -> Any:
                              "input signature needs a placeholder of that name; rename that op or the input")
         t = op.outputs[0]
         if t.dtype != spec.dtype or not spec.shape.is_compatible_with(t.shape):
-            raise ValueError(f"the graph has a placeholder {t.name!r} of {t.dtype.name}{t.shape}, incompatible with the "
-                             f"input signature's {spec.dtype.name}{spec.shape}; give one of them another name")
+            raise ValueError(f"the graph has a placeholder {t.name!r} of {t.dtype.name}{t.shape}, incompatible with "
+                             f"the input signature's {spec.dtype.name}{spec.shape}; give one of them another name")
         if t.shape.rank == spec.shape.rank and (t.shape.rank is None or t.shape.as_list() == spec.shape.as_list()):
             return t
         # compatible but of another shape: this tower gets a placeholder of its own
@@ -563,7 +563,8 @@ class TFDatasetInput(FeedfreeInput):
                              f"{len(input_signature)} inputs ({[s.name for s in input_signature]})")
         for s, want in zip(specs, input_signature):
             if s.dtype != want.dtype:
-                raise ValueError(f"TFDatasetInput: input {want.name!r} wants {want.dtype.name} but the dataset gives {s.dtype.name}")
+                raise ValueError(f"TFDatasetInput: input {want.name!r} wants {want.dtype.name} but the dataset gives "
+                                 f"{s.dtype.name}")
         self._iterator = tf1.data.make_initializable_iterator(ds)
 
     def _get_input_tensors(self) -> list[Any]:
@@ -694,17 +695,17 @@ class TensorInput(FeedfreeInput):
             raise TypeError(f"{type(self).__name__}: the tensor function must return a list of tensors, got {ret!r}")
         ret = list(ret)
         if len(ret) != len(self._spec):
-            raise ValueError(f"{type(self).__name__}: the tensor function returned {len(ret)} tensors but the model has "
-                             f"{len(self._spec)} inputs ({[s.name for s in self._spec]})")
+            raise ValueError(f"{type(self).__name__}: the tensor function returned {len(ret)} tensors but the model "
+                             f"has {len(self._spec)} inputs ({[s.name for s in self._spec]})")
         for t, s in zip(ret, self._spec):
             if not isinstance(t, tf.Tensor):
                 raise TypeError(f"{type(self).__name__}: input {s.name!r} is {t!r}, not a tf.Tensor")
             if t.dtype.base_dtype != s.dtype:
-                raise ValueError(f"{type(self).__name__}: input {s.name!r} wants {s.dtype.name} but the tensor function "
-                                 f"gave {t.name} of {t.dtype.name}")
+                raise ValueError(f"{type(self).__name__}: input {s.name!r} wants {s.dtype.name} but the tensor "
+                                 f"function gave {t.name} of {t.dtype.name}")
             if not t.shape.is_compatible_with(s.shape):
-                raise ValueError(f"{type(self).__name__}: input {s.name!r} wants shape {s.shape} but the tensor function "
-                                 f"gave {t.name} of shape {t.shape}")
+                raise ValueError(f"{type(self).__name__}: input {s.name!r} wants shape {s.shape} but the tensor "
+                                 f"function gave {t.name} of shape {t.shape}")
         self._tensors.extend(ret)
         return ret
 
@@ -761,7 +762,8 @@ class DummyConstantInput(TensorInput):
 
         ctx = get_current_tower_context()
         idx = getattr(ctx, "index", 0)
-        return [tf.zeros(shape, dtype=s.dtype, name=f"dummy-{s.name}-{idx}") for shape, s in zip(self.shapes, self._spec)]
+        return [tf.zeros(shape, dtype=s.dtype, name=f"dummy-{s.name}-{idx}")
+                for shape, s in zip(self.shapes, self._spec)]
 
     def _get_callbacks(self) -> list[Callback]:
         return []

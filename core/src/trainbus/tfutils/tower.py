@@ -242,7 +242,8 @@ TowerFuncWrapper = TowerFunc
 class TowerTensorHandle:
     """Access to one tower's tensors, inputs and outputs by name."""
 
-    def __init__(self, ctx: BaseTowerContext, inputs: Sequence[Any], outputs: Any, input_signature: Sequence[Any] | None = None) -> None:
+    def __init__(self, ctx: BaseTowerContext, inputs: Sequence[Any], outputs: Any,
+                 input_signature: Sequence[Any] | None = None) -> None:
         self._ctx = ctx
         self._inputs = list(inputs)
         self._outputs = outputs

@@ -44,7 +44,8 @@ class InputDesc(NamedTuple):
 def _signature_of(model: Any, inputs: Any, graph: Any) -> list[Any]:
     who = type(model).__name__
     if not isinstance(inputs, (list, tuple)) or not inputs:
-        raise TypeError(f"{who}.inputs() must return a non-empty list of tf.TensorSpec (or placeholders), got {inputs!r}")
+        raise TypeError(f"{who}.inputs() must return a non-empty list of tf.TensorSpec (or placeholders), "
+                        f"got {inputs!r}")
     specs = []
     for i, x in enumerate(inputs):
         if isinstance(x, tf.TensorSpec):
@@ -96,7 +97,8 @@ class ModelDescBase:
         """Return the model's inputs: a list of ``tf.TensorSpec`` (or of placeholders created
         right here). Called by :meth:`get_input_signature`, not by users."""
         raise TypeError(f"{type(self).__name__} must override inputs() to return a list of tf.TensorSpec, e.g. "
-                        "[tf.TensorSpec([None, 28, 28], tf.float32, 'input'), tf.TensorSpec([None], tf.int32, 'label')]")
+                        "[tf.TensorSpec([None, 28, 28], tf.float32, 'input'), "
+                        "tf.TensorSpec([None], tf.int32, 'label')]")
 
     def build_graph(self, *args: Any) -> Any:
         """Build the model from input tensors (one per input, in the order of ``inputs()``).

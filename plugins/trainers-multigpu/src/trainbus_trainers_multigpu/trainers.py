@@ -134,7 +134,8 @@ class SyncMultiGPUTrainerReplicated(DataParallelTrainerBase):
 
     def _setup_graph(self, input: Any, get_cost_fn: TowerFunc, get_opt_fn: Callable[[], Any]) -> list:
         n = len(self.devices)
-        logger.info(f"Building {n} replicated training towers on {self._raw_devices} (all-reduce mode {self._mode!r}) ...")
+        logger.info(f"Building {n} replicated training towers on {self._raw_devices} "
+                    f"(all-reduce mode {self._mode!r}) ...")
         builder = SyncMultiGPUReplicatedBuilder(self.devices, self._average, self._mode)
         grad_list = builder.call_for_each_tower(self._make_get_grad_fn(input, get_cost_fn, get_opt_fn))
         self.train_op, self._broadcast_op = builder.build(grad_list, get_opt_fn)
@@ -168,7 +169,8 @@ class SyncMultiGPUTrainerParameterServer(DataParallelTrainerBase):
 
     def _setup_graph(self, input: Any, get_cost_fn: TowerFunc, get_opt_fn: Callable[[], Any]) -> list:
         ps = ["/cpu:0"] if self.ps_device == "cpu" else self._raw_devices
-        logger.info(f"Building {len(self.devices)} training towers on {self._raw_devices} sharing variables on {ps} ...")
+        logger.info(f"Building {len(self.devices)} training towers on {self._raw_devices} "
+                    f"sharing variables on {ps} ...")
         builder = SyncMultiGPUParameterServerBuilder(self.devices, self.ps_device)
         grad_list = builder.call_for_each_tower(self._make_get_grad_fn(input, get_cost_fn, get_opt_fn))
         self.train_op = builder.build(grad_list, get_opt_fn)
