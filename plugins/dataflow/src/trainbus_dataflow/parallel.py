@@ -278,7 +278,7 @@ class MultiProcessRunner(ProxyDataFlow):
             raise ValueError(f"MultiProcessRunner: num_prefetch must be >= 1, got {num_prefetch!r}")
         try:
             self._size = len(ds)
-        except NotImplementedError:
+        except (NotImplementedError, TypeError):  # no length: an endless pass
             self._size = -1
         self.num_proc = int(num_proc)
         self.num_prefetch = int(num_prefetch)
@@ -415,7 +415,7 @@ class MultiProcessRunnerZMQ(MultiProcessZMQDataFlow):
                         "This assumes the datapoints are i.i.d.")
         try:
             self._size = ds.__len__()
-        except NotImplementedError:
+        except (NotImplementedError, TypeError):  # no length: an endless pass
             self._size = -1
         self._guard = DataFlowReentrantGuard()
 
@@ -488,7 +488,7 @@ class MultiThreadRunner(DataFlow):
         self.threads = [MultiThreadRunner._Worker(get_df, self.queue, i) for i in range(self.num_thread)]
         try:
             self._size = self.__len__()
-        except NotImplementedError:
+        except (NotImplementedError, TypeError):  # no length: an endless pass
             self._size = -1
 
     def reset_state(self) -> None:

@@ -16,8 +16,10 @@ With one worker and ``buffer_size=1`` the order is the order of ``ds``.
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
+import time
 import traceback
 from typing import Any, Callable, Iterator
 
@@ -208,6 +210,8 @@ class MultiThreadMapData(_ParallelMapData):
         """Stop the threads."""
         if self._evt is not None:
             self._evt.set()
+        for _ in self._threads:
+            self._in_queue.put(None)  # wakes a waiting thread, which then sees the stop event
         for t in self._threads:
             if t is not threading.current_thread():
                 t.join(timeout=StoppableThread.QUEUE_POLL_SECONDS + 1)
@@ -223,8 +227,12 @@ class MultiThreadMapData(_ParallelMapData):
 
 class MultiProcessMapDataZMQ(_ParallelMapData, MultiProcessZMQDataFlow):
     """``MapData`` with ``map_func`` run by ``num_proc`` worker processes forked by
-    ``reset_state()``; datapoints travel over ZMQ (DEALER/REP) serialized with msgpack. See the
-    module docstring for the order of the output. ``ds`` is read in the calling process.
+    ``reset_state()``; datapoints travel over ZMQ serialized with msgpack. See the module
+    docstring for the order of the output. ``ds`` is read in the calling process.
+
+    Each worker announces itself once it is connected, and the parent hands datapoints only to
+    announced workers, in turn (a datapoint sent while a ZMQ connection is still being set up
+    could otherwise be lost, and a strict pass would never end).
 
     :param ds: the dataflow to map.
     :param num_proc: number of worker processes.
@@ -232,6 +240,11 @@ class MultiProcessMapDataZMQ(_ParallelMapData, MultiProcessZMQDataFlow):
     :param buffer_size: datapoints in flight.
     :param strict: see the module docstring.
     """
+
+    #: the message a worker sends when it is ready
+    READY = b"trainbus-dataflow-ready"
+    #: how long reset_state() waits for every worker to announce itself
+    START_TIMEOUT_S = 60.0
 
     class _Worker(_Process):  # type: ignore[misc, valid-type]
         def __init__(self, identity: bytes, map_func: Callable[[Any], Any], pipename: str, hwm: int) -> None:
@@ -244,12 +257,13 @@ class MultiProcessMapDataZMQ(_ParallelMapData, MultiProcessZMQDataFlow):
         def run(self) -> None:
             enable_death_signal(_warn=self.identity == b"0")
             ctx = zmq.Context()
-            sock = ctx.socket(zmq.REP)
+            sock = ctx.socket(zmq.DEALER)
             sock.setsockopt(zmq.IDENTITY, self.identity)
             sock.set_hwm(self.hwm)
             sock.connect(self.pipename)
             func = self.map_func
             try:
+                sock.send(MultiProcessMapDataZMQ.READY)
                 while True:
                     dp = loads(sock.recv(copy=False).buffer)
                     sock.send(dumps(func(dp)), copy=False)
@@ -284,18 +298,42 @@ class MultiProcessMapDataZMQ(_ParallelMapData, MultiProcessZMQDataFlow):
         _ParallelMapData.reset_state(self)
         self._guard = DataFlowReentrantGuard()
         self.context = zmq.Context()
-        self.socket = self.context.socket(zmq.DEALER)
-        self.socket.set_hwm(self._buffer_size * 2)
+        self.socket = self.context.socket(zmq.ROUTER)
+        # every datapoint in flight may sit in one worker's queue: never reach the high-water mark
+        self.socket.set_hwm(self._buffer_size * 2 + 10)
+        self.socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
         name = pipe_name("dataflow-map")
         bind_socket(self.socket, name)
-        worker_hwm = max(int(self._buffer_size * 2 // self.num_proc), 1)
-        self._procs = [MultiProcessMapDataZMQ._Worker(str(k).encode(), self.map_func, name, worker_hwm)
-                       for k in range(self.num_proc)]
+        ids = [str(k).encode() for k in range(self.num_proc)]
+        self._procs = [MultiProcessMapDataZMQ._Worker(i, self.map_func, name, self._buffer_size * 2 + 10)
+                       for i in ids]
         self._start_processes()
+        self._await_workers(set(ids))
+        self._next_worker = itertools.cycle(ids)
         self._fill_buffer()
 
+    def _await_workers(self, ids: set[bytes]) -> None:
+        owner = type(self).__name__
+        deadline = time.monotonic() + self.START_TIMEOUT_S
+        waiting = set(ids)
+        while waiting:
+            if self.socket.poll(_LIVENESS_POLL_MS):
+                msg = self.socket.recv_multipart()
+                if len(msg) == 3 and msg[1] == EXC_MARK:
+                    exc = make_worker_exception(loads(msg[2]), owner)
+                    self.close()
+                    raise exc
+                if len(msg) == 2 and msg[1] == self.READY:
+                    waiting.discard(msg[0])
+                continue
+            self._check_workers_alive(owner)
+            if time.monotonic() > deadline:
+                self.close()
+                raise TimeoutError(f"{owner}: worker processes {sorted(w.decode() for w in waiting)} did not connect "
+                                   f"within {self.START_TIMEOUT_S:.0f} s")
+
     def _send(self, dp: Any) -> None:
-        self.socket.send_multipart([b"", dumps(dp)], copy=False)
+        self.socket.send_multipart([next(self._next_worker), dumps(dp)], copy=False)
 
     def _recv(self) -> Any:
         sock = self.socket
