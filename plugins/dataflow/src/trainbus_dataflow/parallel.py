@@ -142,6 +142,15 @@ def repeat_iter(get_iterable: Callable[[], Any]) -> Iterator[Any]:
             raise ValueError(f"the dataflow {get_iterable()!r} produced no datapoint in a whole pass")
 
 
+def die_with_parent(parent_pid: int, warn: bool = True) -> None:
+    """In a worker process: have the kernel kill it when its parent dies (``enable_death_signal``),
+    and exit now if the parent already died before that took effect (a death signal set after the
+    parent's death is never delivered)."""
+    enable_death_signal(_warn=warn)
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
 def _close_weakref(ref: weakref.ref) -> None:
     obj = ref()
     if obj is not None:
@@ -256,9 +265,10 @@ class MultiProcessRunner(ProxyDataFlow):
             self.ds = ds
             self.queue = q
             self.idx = idx
+            self.parent_pid = os.getpid()
 
         def run(self) -> None:
-            enable_death_signal(_warn=self.idx == 0)
+            die_with_parent(self.parent_pid, self.idx == 0)
             try:
                 self.ds.reset_state()
                 for dp in repeat_iter(lambda: self.ds):
@@ -379,9 +389,10 @@ class MultiProcessRunnerZMQ(MultiProcessZMQDataFlow):
             self.conn_name = conn_name
             self.hwm = hwm
             self.idx = idx
+            self.parent_pid = os.getpid()
 
         def run(self) -> None:
-            enable_death_signal(_warn=self.idx == 0)
+            die_with_parent(self.parent_pid, self.idx == 0)
             ctx = zmq.Context()
             sock = ctx.socket(zmq.PUSH)
             sock.set_hwm(self.hwm)

@@ -17,6 +17,7 @@ With one worker and ``buffer_size=1`` the order is the order of ``ds``.
 from __future__ import annotations
 
 import itertools
+import os
 import queue
 import threading
 import time
@@ -25,12 +26,12 @@ from typing import Any, Callable, Iterator
 
 import zmq
 
-from trainbus.utils.concurrency import StoppableThread, enable_death_signal
+from trainbus.utils.concurrency import StoppableThread
 from trainbus.utils.serialize import dumps, loads
-from trainbus_dataflow.base import DataFlowReentrantGuard, ProxyDataFlow
+from trainbus_dataflow.base import DataFlowReentrantGuard, DataFlowTerminated, ProxyDataFlow
 from trainbus_dataflow.common import BatchData, RepeatedData
 from trainbus_dataflow.parallel import (EXC_MARK, MultiProcessZMQDataFlow, _fork_context, bind_socket,
-                                        make_worker_exception, pipe_name, rebuild_thread_exception,
+                                        die_with_parent, make_worker_exception, pipe_name, rebuild_thread_exception,
                                         worker_exception_payload, zmq_terminated_as_dataflow_terminated)
 
 __all__ = ["MultiThreadMapData", "MultiProcessMapData", "MultiProcessMapDataZMQ", "MultiProcessMapAndBatchData",
@@ -250,12 +251,13 @@ class MultiProcessMapDataZMQ(_ParallelMapData, MultiProcessZMQDataFlow):
         def __init__(self, identity: bytes, map_func: Callable[[Any], Any], pipename: str, hwm: int) -> None:
             super().__init__(name=f"MultiProcessMapDataZMQ-{identity.decode()}", daemon=True)
             self.identity = identity
+            self.parent_pid = os.getpid()
             self.map_func = map_func
             self.pipename = pipename
             self.hwm = hwm
 
         def run(self) -> None:
-            enable_death_signal(_warn=self.identity == b"0")
+            die_with_parent(self.parent_pid, self.identity == b"0")
             ctx = zmq.Context()
             sock = ctx.socket(zmq.DEALER)
             sock.setsockopt(zmq.IDENTITY, self.identity)
@@ -333,7 +335,30 @@ class MultiProcessMapDataZMQ(_ParallelMapData, MultiProcessZMQDataFlow):
                                    f"within {self.START_TIMEOUT_S:.0f} s")
 
     def _send(self, dp: Any) -> None:
-        self.socket.send_multipart([next(self._next_worker), dumps(dp)], copy=False)
+        ident = next(self._next_worker)
+        try:
+            self.socket.send_multipart([ident, dumps(dp)], copy=False)
+        except zmq.ZMQError as e:
+            if e.errno != zmq.EHOSTUNREACH:
+                raise
+            self._raise_for_lost_worker(ident)
+
+    def _raise_for_lost_worker(self, ident: bytes) -> None:
+        """Worker ``ident`` has disconnected: raise the error it sent before it went (results still
+        queued are dropped), or ``DataFlowTerminated`` if it sent none."""
+        owner = type(self).__name__
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline:
+            if not self.socket.poll(100):
+                continue
+            msg = self.socket.recv_multipart()
+            if len(msg) == 3 and msg[1] == EXC_MARK:
+                exc = make_worker_exception(loads(msg[2]), owner)
+                self.close()
+                raise exc
+        self.close()
+        raise DataFlowTerminated(f"{owner}: worker process {ident.decode()} disconnected without reporting an error; "
+                                 "the other workers were stopped")
 
     def _recv(self) -> Any:
         sock = self.socket
@@ -374,12 +399,13 @@ class MultiProcessMapAndBatchDataZMQ(MultiProcessZMQDataFlow):
         def __init__(self, ds: Any, pipename: str, result_pipe: str, hwm: int) -> None:
             super().__init__(name="MultiProcessMapAndBatchDataZMQ-dispatcher", daemon=True)
             self.ds = RepeatedData(ds, -1)
+            self.parent_pid = os.getpid()
             self.pipename = pipename
             self.result_pipe = result_pipe
             self.hwm = hwm
 
         def run(self) -> None:
-            enable_death_signal()
+            die_with_parent(self.parent_pid)
             ctx = zmq.Context()
             sock = ctx.socket(zmq.PUSH)
             sock.set_hwm(self.hwm)
@@ -405,6 +431,7 @@ class MultiProcessMapAndBatchDataZMQ(MultiProcessZMQDataFlow):
                      hwm: int, batch_size: int) -> None:
             super().__init__(name=f"MultiProcessMapAndBatchDataZMQ-{identity.decode()}", daemon=True)
             self.identity = identity
+            self.parent_pid = os.getpid()
             self.map_func = map_func
             self.input_pipe = input_pipe
             self.result_pipe = result_pipe
@@ -412,7 +439,7 @@ class MultiProcessMapAndBatchDataZMQ(MultiProcessZMQDataFlow):
             self.batch_size = batch_size
 
         def run(self) -> None:
-            enable_death_signal(_warn=self.identity == b"0")
+            die_with_parent(self.parent_pid, self.identity == b"0")
             ctx = zmq.Context()
             inp = ctx.socket(zmq.PULL)
             inp.setsockopt(zmq.IDENTITY, self.identity)
