@@ -62,6 +62,11 @@ FACADES: dict[str, tuple[str, tuple[str, ...]]] = {
         "SyncMultiGPUTrainerParameterServer", "AsyncMultiGPUTrainer", "DistributedTrainerParameterServer",
         "DistributedTrainerReplicated", "HorovodTrainer", "BytePSTrainer")),
     "trainbus.train.utility": ("trainbus.train", ()),
+    "trainbus.input_source.input_source": ("trainbus.input_source", (
+        "PlaceholderInput", "FeedInput", "FeedfreeInput", "QueueInput", "BatchQueueInput", "DummyConstantInput",
+        "TensorInput", "ZMQInput", "TFDatasetInput", "StagingInput")),
+    "trainbus.input_source.input_source_base": ("trainbus.input_source", ("InputSource", "remap_input_source")),
+    "trainbus.graph_builder.distributed": ("trainbus.graph_builder", ()),
 }
 
 #: tensorpack module paths and names trainbus does not provide, with the reason

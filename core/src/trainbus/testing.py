@@ -244,7 +244,9 @@ def check_distribution(name: str, raise_on_error: bool = True) -> list[str]:
     * the distribution is installed, declares entry points in a trainbus group, and declares a
       plugin API (keyword ``trainbus-plugin-api=<spec>``) that this trainbus supports;
     * every entry point loads;
-    * ``trainbus.callbacks``: the object is named like its entry point and is a ``Callback`` /
+    * the object is named like its entry point, or the entry point is an alias its package
+      exports in ``__all__`` next to the object's own name (``PrefetchData`` for ``MultiProcessRunner``);
+    * ``trainbus.callbacks``: the object and is a ``Callback`` /
       ``MonitorBase`` subclass or a factory function; another class (a helper such as
       ``HyperParam``) is allowed only if the package lists it in ``__all__``;
       ``trainbus.train``: a ``Trainer`` subclass or a factory function (``SyncMultiGPUTrainer``); ``trainbus.tfutils.sessinit``: a ``SessionInit``
@@ -321,11 +323,6 @@ def check_distribution(name: str, raise_on_error: bool = True) -> list[str]:
         if ep.group == _modpaths.MODULE_GROUP or inspect.ismodule(obj):
             problems += _check_module_entry(ep, obj, where)
             continue
-        # name == class/function name
-        obj_name = getattr(obj, "__name__", None)
-        if obj_name != ep.name:
-            problems.append(f"{where}: the object is named {obj_name!r}, not {ep.name!r}; entry-point names must be the "
-                            "exact class (or factory function) name users write")
         is_class = inspect.isclass(obj)
         is_function = inspect.isfunction(obj) or inspect.isbuiltin(obj)
         # __all__
@@ -338,6 +335,12 @@ def check_distribution(name: str, raise_on_error: bool = True) -> list[str]:
             problems.append(f"{where}: the package {top!r} has no __all__; list every exported name in it")
         elif ep.name not in all_names:
             problems.append(f"{where}: {ep.name!r} is missing from {top}.__all__")
+        # name == class/function name, or a deliberate alias (another name the package exports for it)
+        obj_name = getattr(obj, "__name__", None)
+        if obj_name != ep.name and not (all_names and ep.name in all_names and obj_name in all_names):
+            problems.append(f"{where}: the object is named {obj_name!r}, not {ep.name!r}; entry-point names must be the "
+                            "exact class (or factory function) name users write, or an alias the package exports "
+                            "in __all__ next to that name")
         # base class per group
         if ep.group == "trainbus.callbacks":
             if is_class and not issubclass(obj, Callback):

@@ -192,3 +192,12 @@ def test_smartinit_in_training_restores_weights_and_callback_state(logdir, tmp_p
     np.testing.assert_array_equal(saved["start"]["b"], saved["end"]["b"])
     assert saved["start"]["global_step"] == 3
     assert cb.loaded == {"count": 3}
+
+
+def test_get_model_loader_is_tensorpacks_older_name_for_smartinit(ckpt):
+    from trainbus.tfutils.sessinit import get_model_loader
+
+    assert get_model_loader is sessinit.SmartInit
+    loader = get_model_loader(ckpt)
+    assert type(loader) is sessinit.SaverRestore
+    np.testing.assert_array_equal(_values_after(loader)["W"], np.full((4, 3), 0.25, "float32"))

@@ -10,4 +10,7 @@ from __future__ import annotations
 from trainbus_sessinit._restore import DictRestore, SaverRestore, SaverRestoreRelaxed
 from trainbus_sessinit._smart import SmartInit
 
-__all__ = ["SaverRestore", "SaverRestoreRelaxed", "DictRestore", "SmartInit"]
+__all__ = ["SaverRestore", "SaverRestoreRelaxed", "DictRestore", "SmartInit", "get_model_loader"]
+
+#: tensorpack's older name for :func:`SmartInit`
+get_model_loader = SmartInit
