@@ -12,9 +12,11 @@ from trainbus_dataflow.dataset._files import DatasetFileCorruptError, DatasetFil
 from trainbus_dataflow.dataset.bsds500 import BSDS500
 from trainbus_dataflow.dataset.caltech101 import Caltech101Silhouettes
 from trainbus_dataflow.dataset.cifar import Cifar10, Cifar100, CifarBase
-from trainbus_dataflow.dataset.ilsvrc import ILSVRC12, ILSVRC12Files, ILSVRCMeta
+from trainbus_dataflow.dataset.ilsvrc import ILSVRC12, ILSVRC12Files, ILSVRCMeta, TinyImageNet
 from trainbus_dataflow.dataset.mnist import FashionMnist, Mnist
+from trainbus_dataflow.dataset.places import Places365Standard
 from trainbus_dataflow.dataset.svhn import SVHNDigit
 
 __all__ = ["Mnist", "FashionMnist", "CifarBase", "Cifar10", "Cifar100", "SVHNDigit", "ILSVRCMeta", "ILSVRC12",
-           "ILSVRC12Files", "BSDS500", "Caltech101Silhouettes", "DatasetFileNotFoundError", "DatasetFileCorruptError"]
+           "ILSVRC12Files", "TinyImageNet", "BSDS500", "Caltech101Silhouettes", "Places365Standard",
+           "DatasetFileNotFoundError", "DatasetFileCorruptError"]

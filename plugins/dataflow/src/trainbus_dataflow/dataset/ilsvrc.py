@@ -1,4 +1,5 @@
-"""ILSVRC12 (ImageNet 1000 classes): the directory layout of the image tarballs and Caffe's meta files."""
+"""ILSVRC12 (ImageNet 1000 classes): the directory layout of the image tarballs and Caffe's meta files;
+Tiny ImageNet (200 classes of 64x64 images) in the layout of its zip file."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from trainbus.utils.fs import get_dataset_path, mkdir_p
 from trainbus_dataflow.base import RNGDataFlow
 from trainbus_dataflow.dataset._files import (DatasetFileNotFoundError, corrupt_file_error, extract_tarball,
                                               fetch_file)
+from trainbus_dataflow.dataset.places import read_bgr_image
 
-__all__ = ["ILSVRCMeta", "ILSVRC12", "ILSVRC12Files", "parse_blob_proto"]
+__all__ = ["ILSVRCMeta", "ILSVRC12", "ILSVRC12Files", "TinyImageNet", "parse_blob_proto"]
 
 CAFFE_ILSVRC12_URL = ("http://dl.caffe.berkeleyvision.org/caffe_ilsvrc12.tar.gz", 17858008)
 
@@ -337,3 +339,127 @@ class ILSVRC12(ILSVRC12Files):
                 ret.append(None)
         logger.info(f"{cnt}/{len(imglist)} images have bounding box.")
         return ret
+
+
+TINY_IMAGENET_URL = "http://cs231n.stanford.edu/tiny-imagenet-200.zip"
+
+
+class TinyImageNet(RNGDataFlow):
+    """Tiny ImageNet (the ``tiny-imagenet-200.zip`` of Stanford's CS231n): 200 classes with 500
+    training and 50 validation images each. Produces ``[image, label]``, ``image`` a uint8 (64, 64, 3)
+    BGR array as decoded by OpenCV (grayscale files are expanded to 3 channels), ``label`` an int in
+    [0, 200): the line number of the class's WordNet id in ``wnids.txt``.
+
+    ``dir`` is the extracted ``tiny-imagenet-200/``::
+
+        dir/
+          wnids.txt                  # one WordNet id a line: n01443537 ...
+          train/
+            n01443537/
+              images/
+                n01443537_0.JPEG
+                ...
+          val/
+            val_annotations.txt      # <image file> <wnid> <x0> <y0> <x1> <y1>, tab-separated
+            images/
+              val_0.JPEG
+              ...
+
+    Any number of classes is accepted (labels are then in [0, number of lines of ``wnids.txt``)).
+    Training images come class by class, in ``wnids.txt`` order, each class's files sorted by name;
+    validation images in the order of ``val_annotations.txt``.
+    """
+
+    def __init__(self, dir: str, name: str, shuffle: bool | None = None) -> None:
+        """
+        Args:
+            dir: the directory holding ``wnids.txt``, ``train/`` and ``val/``.
+            name: ``'train'`` or ``'val'``.
+            shuffle: shuffle every pass; defaults to True for ``'train'``.
+        """
+        if name not in ("train", "val"):
+            raise ValueError(f"TinyImageNet(name={name!r}): must be 'train' or 'val'")
+        dir = os.path.expanduser(dir)
+        if not os.path.isdir(dir):
+            raise DatasetFileNotFoundError(
+                f"TinyImageNet: the directory {dir} does not exist. Download {TINY_IMAGENET_URL}, unzip it and pass "
+                f"the tiny-imagenet-200 directory it creates.")
+        self.dir = dir
+        self.name = name
+        self.full_dir = os.path.join(dir, name)
+        if shuffle is None:
+            shuffle = name == "train"
+        self.shuffle = shuffle
+
+        wnids_file = os.path.join(dir, "wnids.txt")
+        if not os.path.isfile(wnids_file):
+            raise DatasetFileNotFoundError(
+                f"TinyImageNet: the file {wnids_file} is missing. {dir} must be {TINY_IMAGENET_URL} unzipped "
+                f"(tiny-imagenet-200/ with wnids.txt, train/ and val/).")
+        with open(wnids_file) as f:
+            self.wnids = [x.strip() for x in f if x.strip()]
+        if not self.wnids:
+            raise corrupt_file_error("TinyImageNet", wnids_file, "it lists no class", TINY_IMAGENET_URL)
+        class_id = {wnid: i for i, wnid in enumerate(self.wnids)}
+        if len(class_id) != len(self.wnids):
+            dups = sorted({w for w in self.wnids if self.wnids.count(w) > 1})
+            raise corrupt_file_error("TinyImageNet", wnids_file, f"it lists {dups} more than once", TINY_IMAGENET_URL)
+        if not os.path.isdir(self.full_dir):
+            raise DatasetFileNotFoundError(
+                f"TinyImageNet: the directory {self.full_dir} is missing. Unzip {TINY_IMAGENET_URL} completely "
+                f"into {os.path.dirname(dir.rstrip(os.sep)) or '.'}.")
+
+        self.imglist: list[tuple[str, int]] = []
+        if name == "train":
+            self.listed_in = self.full_dir
+            for label, wnid in enumerate(self.wnids):
+                img_dir = os.path.join(self.full_dir, wnid, "images")
+                if not os.path.isdir(img_dir):
+                    raise DatasetFileNotFoundError(
+                        f"TinyImageNet: the directory {img_dir} of class {wnid} (line {label + 1} of {wnids_file}) "
+                        f"is missing. Unzip {TINY_IMAGENET_URL} completely.")
+                files = sorted(x for x in os.listdir(img_dir)
+                               if not x.startswith(".") and os.path.isfile(os.path.join(img_dir, x)))
+                if not files:
+                    raise DatasetFileNotFoundError(
+                        f"TinyImageNet: the directory {img_dir} of class {wnid} holds no image. Unzip "
+                        f"{TINY_IMAGENET_URL} completely.")
+                self.imglist.extend((os.path.join(img_dir, x), label) for x in files)
+        else:
+            ann_file = os.path.join(self.full_dir, "val_annotations.txt")
+            self.listed_in = ann_file
+            if not os.path.isfile(ann_file):
+                raise DatasetFileNotFoundError(
+                    f"TinyImageNet: the file {ann_file} is missing. Unzip {TINY_IMAGENET_URL} completely.")
+            with open(ann_file) as f:
+                for lineno, line in enumerate(f, 1):
+                    parts = line.split()
+                    if not parts:
+                        continue
+                    if len(parts) < 2:
+                        raise corrupt_file_error("TinyImageNet", ann_file, f"line {lineno} is {line.strip()!r}, "
+                                                 "expected '<image file> <wnid> ...'", TINY_IMAGENET_URL)
+                    if parts[1] not in class_id:
+                        raise corrupt_file_error("TinyImageNet", ann_file, f"line {lineno} names the class "
+                                                 f"{parts[1]!r}, which is not in {wnids_file}", TINY_IMAGENET_URL)
+                    self.imglist.append((os.path.join(self.full_dir, "images", parts[0]), class_id[parts[1]]))
+            if not self.imglist:
+                raise corrupt_file_error("TinyImageNet", ann_file, "it lists no image", TINY_IMAGENET_URL)
+            for path, _ in self.imglist[:10]:
+                if not os.path.isfile(path):
+                    raise DatasetFileNotFoundError(
+                        f"TinyImageNet: the image {path}, listed in {ann_file}, is missing. Unzip "
+                        f"{TINY_IMAGENET_URL} completely.")
+        logger.info(f"[TinyImageNet] Found {len(self.imglist)} images of {len(self.wnids)} classes in "
+                    f"{self.full_dir}.")
+
+    def __len__(self) -> int:
+        return len(self.imglist)
+
+    def __iter__(self) -> Iterator[list]:
+        idxs = np.arange(len(self.imglist))
+        if self.shuffle:
+            self.rng.shuffle(idxs)
+        for k in idxs:
+            path, label = self.imglist[k]
+            yield [read_bgr_image("TinyImageNet", path, self.listed_in, TINY_IMAGENET_URL), label]
