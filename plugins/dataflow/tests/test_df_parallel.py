@@ -294,3 +294,23 @@ def test_ctrl_c_leaves_no_orphans(tmp_path):
     p.wait(20)
     assert p.returncode != 0 and "KeyboardInterrupt" in p.stderr.read()
     assert wait_gone(pids), f"worker processes {pids} outlived the Ctrl-C of their parent"
+
+
+def test_large_arrays_travel_out_of_band_intact_and_writable():
+    big = np.arange(200 * 300, dtype="float32").reshape(200, 300)
+    rows = [[big + i, i, np.arange(3)] for i in range(3)]
+    r = MultiProcessRunnerZMQ(DataFromList(rows, shuffle=False), 1)
+    r.reset_state()
+    out = list(r)
+    assert [dp[1] for dp in out] == [0, 1, 2]
+    assert all(np.array_equal(dp[0], big + i) and dp[0].dtype == np.float32 for i, dp in enumerate(out))
+    out[0][0][0, 0] = -1.0  # a received array is writable and independent
+    assert out[1][0][0, 0] == 1.0 and out[0][2].tolist() == [0, 1, 2]
+    r.close()
+    d = MultiProcessRunnerZMQ(DataFromDict({"img": [np.ones((128, 128, 3), "uint8") * i for i in range(2)],
+                                            "label": [5, 6]}, shuffle=False), 1)
+    d.reset_state()
+    got = list(d)
+    assert [g["label"] for g in got] == [5, 6] and got[1]["img"].shape == (128, 128, 3)
+    assert got[1]["img"].dtype == np.uint8 and int(got[1]["img"].sum()) == 128 * 128 * 3
+    d.close()

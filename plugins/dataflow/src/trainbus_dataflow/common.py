@@ -155,7 +155,7 @@ class BatchData(ProxyDataFlow):
             yield agg(holder, self.use_list, source)
 
     @staticmethod
-    def _batch_numpy(data_list: list[Any], where: str = "") -> np.ndarray:
+    def _batch_numpy(data_list: Sequence[Any], key: Any = 0, source: str | None = None) -> np.ndarray:
         first = data_list[0]
         if isinstance(first, int):  # bool is an int too, and is batched as int32 like tensorpack does
             dtype: Any = "int32"
@@ -167,47 +167,61 @@ class BatchData(ProxyDataFlow):
             try:
                 dtype = first.dtype
             except AttributeError:
-                raise TypeError(f"BatchData: cannot batch {where}of type {type(first).__name__}: components must be "
-                                "Python/numpy scalars, strings or numpy arrays; use use_list=True to batch other "
-                                "objects into lists") from None
+                raise TypeError(f"BatchData: cannot batch component {key!r} {_from(source)}of type "
+                                f"{type(first).__name__}: components must be Python/numpy scalars, strings or numpy "
+                                "arrays; use use_list=True to batch other objects into lists") from None
         try:
             return np.asarray(data_list, dtype=dtype)
         except (ValueError, TypeError) as e:
             shapes = sorted({str(np.shape(x)) for x in data_list})
-            raise ValueError(f"BatchData: cannot stack {where}into one array ({e}); the datapoints of a batch have "
-                             f"shapes {', '.join(shapes)} there; make them equal (resize/pad), batch with "
-                             "BatchDataByShape, or use use_list=True") from None
+            raise ValueError(f"BatchData: cannot stack component {key!r} {_from(source)}into one array ({e}); the "
+                             f"datapoints of a batch have shapes {', '.join(shapes)} there; make them equal "
+                             "(resize/pad), batch with BatchDataByShape, or use use_list=True") from None
 
     @staticmethod
     def aggregate_batch(data_holder: list[Any], use_list: bool = False, source: str | None = None) -> Any:
         """Stack a list of datapoints (all lists/tuples, or all dicts) into one batched datapoint
         of the same kind. ``source`` names the dataflow in error messages."""
-        src = f"from {source} " if source else ""
         first = data_holder[0]
         if isinstance(first, (list, tuple)):
-            n = len(first)
-            for i, dp in enumerate(data_holder):
-                if not isinstance(dp, (list, tuple)) or len(dp) != n:
-                    raise ValueError(f"BatchData: datapoint {i} of a batch {src}is {_shape_of(dp)} but the first "
-                                     f"datapoint of the batch is a {type(first).__name__} of {n} components; every "
-                                     "datapoint must have the same structure")
-            if use_list:
-                return [[dp[k] for dp in data_holder] for k in range(n)]
-            return [BatchData._batch_numpy([dp[k] for dp in data_holder], f"component {k} {src}")
-                    for k in range(n)]
+            try:
+                columns = zip(*data_holder, strict=True)
+                if use_list:
+                    return [list(c) for c in columns]
+                batch = BatchData._batch_numpy
+                return [batch(c, k, source) for k, c in enumerate(columns)]
+            except (ValueError, TypeError) as e:
+                _check_same_structure(data_holder, source)
+                raise e
         if isinstance(first, dict):
             keys = first.keys()
-            for i, dp in enumerate(data_holder):
-                if not isinstance(dp, dict) or dp.keys() != keys:
-                    raise ValueError(f"BatchData: datapoint {i} of a batch {src}is {_shape_of(dp)} but the first "
-                                     f"datapoint of the batch is a dict with keys {sorted(map(str, keys))}; every "
-                                     "datapoint must have the same keys")
+            for dp in data_holder:
+                if type(dp) is not dict or dp.keys() != keys:
+                    _check_same_structure(data_holder, source)
             if use_list:
                 return {k: [dp[k] for dp in data_holder] for k in keys}
-            return {k: BatchData._batch_numpy([dp[k] for dp in data_holder], f"component {k!r} {src}")
-                    for k in keys}
-        raise ValueError(f"BatchData: a datapoint {src}must be a list, tuple or dict of components, "
+            return {k: BatchData._batch_numpy([dp[k] for dp in data_holder], k, source) for k in keys}
+        raise ValueError(f"BatchData: a datapoint {_from(source)}must be a list, tuple or dict of components, "
                          f"got {type(first).__name__}: {first!r:.80}")
+
+
+def _from(source: str | None) -> str:
+    return f"from {source} " if source else ""
+
+
+def _check_same_structure(data_holder: list[Any], source: str | None) -> None:
+    """Raise a ValueError naming the first datapoint of a batch whose structure differs from the first one's."""
+    first = data_holder[0]
+    for i, dp in enumerate(data_holder):
+        if isinstance(first, dict):
+            if not isinstance(dp, dict) or dp.keys() != first.keys():
+                raise ValueError(f"BatchData: datapoint {i} of a batch {_from(source)}is {_shape_of(dp)} but the "
+                                 f"first datapoint of the batch is a dict with keys {sorted(map(str, first))}; every "
+                                 "datapoint must have the same keys")
+        elif not isinstance(dp, (list, tuple)) or len(dp) != len(first):
+            raise ValueError(f"BatchData: datapoint {i} of a batch {_from(source)}is {_shape_of(dp)} but the first "
+                             f"datapoint of the batch is a {type(first).__name__} of {len(first)} components; every "
+                             "datapoint must have the same structure")
 
 
 def _shape_of(dp: Any) -> str:
@@ -314,7 +328,7 @@ class MapData(ProxyDataFlow):
     def __iter__(self) -> Iterator[Any]:
         func = self.func
         for dp in self.ds:
-            ret = func(_shallow_copy(dp))
+            ret = func(dp[:] if type(dp) is list else _shallow_copy(dp))
             if ret is not None:
                 yield ret
 

@@ -36,6 +36,7 @@ import weakref
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
+import numpy as np
 import zmq
 
 from trainbus.utils import logger
@@ -58,6 +59,52 @@ def _fork_context() -> Any:
     if sys.platform == "win32":
         return mp.get_context("spawn")
     return mp.get_context("fork")
+
+
+#: the first frame of a multi-frame ZMQ message that carries a datapoint with large arrays out of band
+DATA_MARK = b"trainbus-dataflow-frames"
+#: arrays of at least this many bytes, as top-level components of a datapoint, travel as their own ZMQ frames
+OUT_OF_BAND_BYTES = 16384
+
+
+def send_datapoint(sock: Any, dp: Any) -> None:
+    """Send ``dp`` over ``sock`` (``trainbus.utils.serialize``). Large C-contiguous numpy arrays that
+    are components of a list or dict datapoint are sent as their own frames without a copy (so a
+    dataflow must not modify an array after producing it) and received without a copy."""
+    arrays: list[Any] = []
+    meta: list[Any] = []
+    if type(dp) is list:
+        for k, v in enumerate(dp):
+            if type(v) is np.ndarray and v.nbytes >= OUT_OF_BAND_BYTES and v.flags.c_contiguous \
+                    and not v.dtype.hasobject:
+                arrays.append(v)
+                meta.append([k, v.dtype.str, list(v.shape)])
+        if arrays:
+            rest = list(dp)
+            for m in meta:
+                rest[m[0]] = None
+    elif type(dp) is dict:
+        for k, v in dp.items():
+            if type(v) is np.ndarray and v.nbytes >= OUT_OF_BAND_BYTES and v.flags.c_contiguous \
+                    and not v.dtype.hasobject:
+                arrays.append(v)
+                meta.append([k, v.dtype.str, list(v.shape)])
+        if arrays:
+            rest = dict(dp)
+            for m in meta:
+                rest[m[0]] = None
+    if not arrays:
+        sock.send(dumps(dp), copy=False)
+        return
+    sock.send_multipart([DATA_MARK, dumps([rest, meta]), *arrays], copy=False)
+
+
+def decode_frames(frames: list[Any]) -> Any:
+    """The datapoint of a multi-frame message from :func:`send_datapoint` (frames after the mark)."""
+    rest, meta = loads(frames[0].buffer)
+    for (k, dtype, shape), f in zip(meta, frames[1:]):
+        rest[k] = np.frombuffer(f.buffer, dtype=np.dtype(dtype)).reshape(shape)
+    return rest
 
 
 def worker_exception_payload(idx: int | str, what: str = "worker") -> dict[str, Any]:
@@ -197,28 +244,30 @@ class MultiProcessZMQDataFlow(DataFlow):
             raise DataFlowTerminated(f"{owner}: worker process {desc} died without reporting an error "
                                      "(killed, or out of memory?); the other workers were stopped")
 
-    def _recv_frames(self, owner: str) -> Any:
-        """The next message from the workers: a ``zmq.Frame`` for a datapoint; raises the worker's
-        exception for an error message; raises ``DataFlowTerminated`` if workers died silently."""
+    def _recv_datapoint(self, owner: str) -> Any:
+        """The next datapoint from the workers; raises the worker's exception for an error message,
+        and ``DataFlowTerminated`` if workers died silently."""
         sock = self.socket
         while True:
             try:
-                frame = sock.recv(copy=False, flags=zmq.NOBLOCK)
+                frame = sock.recv(copy=False)  # waits at most RCVTIMEO (set by reset_state)
                 break
             except zmq.Again:
-                if not sock.poll(_LIVENESS_POLL_MS):
-                    self._check_workers_alive(owner)
-        if frame.more:
-            parts = [frame.bytes]
-            while sock.getsockopt(zmq.RCVMORE):
-                parts.append(sock.recv())
-            if parts[0] == EXC_MARK:
-                exc = make_worker_exception(loads(parts[1]), owner)
-                logger.error(f"[{owner}] a worker raised {type(exc).__name__}; stopping the other workers")
-                self.close()
-                raise exc
-            raise ValueError(f"{owner}: unexpected {len(parts)}-frame message from a worker")
-        return frame
+                self._check_workers_alive(owner)
+        if not frame.more:
+            return loads(frame.buffer)
+        head = frame.bytes
+        parts = []
+        while sock.getsockopt(zmq.RCVMORE):
+            parts.append(sock.recv(copy=False))
+        if head == DATA_MARK:
+            return decode_frames(parts)
+        if head == EXC_MARK:
+            exc = make_worker_exception(loads(parts[0].buffer), owner)
+            logger.error(f"[{owner}] a worker raised {type(exc).__name__}; stopping the other workers")
+            self.close()
+            raise exc
+        raise ValueError(f"{owner}: unexpected {len(parts) + 1}-frame message from a worker")
 
     def close(self) -> None:
         """Stop and reap the worker processes and close the sockets (idempotent)."""
@@ -399,9 +448,8 @@ class MultiProcessRunnerZMQ(MultiProcessZMQDataFlow):
             sock.connect(self.conn_name)
             try:
                 self.ds.reset_state()
-                send = sock.send
                 for dp in repeat_iter(lambda: self.ds):
-                    send(dumps(dp), copy=False)
+                    send_datapoint(sock, dp)
             except KeyboardInterrupt:
                 pass
             except BaseException:
@@ -439,6 +487,7 @@ class MultiProcessRunnerZMQ(MultiProcessZMQDataFlow):
         self.context = zmq.Context()
         self.socket = self.context.socket(zmq.PULL)
         self.socket.set_hwm(self._hwm)
+        self.socket.setsockopt(zmq.RCVTIMEO, _LIVENESS_POLL_MS)  # then check that the workers live
         name = pipe_name("dataflow")
         bind_socket(self.socket, name)
         self._procs = [MultiProcessRunnerZMQ._Worker(self.ds, name, self._hwm, i) for i in range(self.num_proc)]
@@ -449,11 +498,11 @@ class MultiProcessRunnerZMQ(MultiProcessZMQDataFlow):
             raise RuntimeError("MultiProcessRunnerZMQ: call reset_state() before iterating (it starts the workers)")
         owner = "MultiProcessRunnerZMQ"
         with self._guard, zmq_terminated_as_dataflow_terminated(owner):
-            recv = self._recv_frames
+            recv = self._recv_datapoint
             for k in itertools.count():
                 if 0 < self._size <= k:
                     break
-                yield loads(recv(owner).buffer)
+                yield recv(owner)
 
 
 class MultiThreadRunner(DataFlow):

@@ -32,6 +32,7 @@ from trainbus_dataflow.base import DataFlowReentrantGuard, DataFlowTerminated, P
 from trainbus_dataflow.common import BatchData, RepeatedData
 from trainbus_dataflow.parallel import (EXC_MARK, MultiProcessZMQDataFlow, _fork_context, bind_socket,
                                         die_with_parent, make_worker_exception, pipe_name, rebuild_thread_exception,
+                                        send_datapoint,
                                         worker_exception_payload, zmq_terminated_as_dataflow_terminated)
 
 __all__ = ["MultiThreadMapData", "MultiProcessMapData", "MultiProcessMapDataZMQ", "MultiProcessMapAndBatchData",
@@ -304,6 +305,7 @@ class MultiProcessMapDataZMQ(_ParallelMapData, MultiProcessZMQDataFlow):
         # every datapoint in flight may sit in one worker's queue: never reach the high-water mark
         self.socket.set_hwm(self._buffer_size * 2 + 10)
         self.socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        self.socket.setsockopt(zmq.RCVTIMEO, _LIVENESS_POLL_MS)  # then check that the workers live
         name = pipe_name("dataflow-map")
         bind_socket(self.socket, name)
         ids = [str(k).encode() for k in range(self.num_proc)]
@@ -365,11 +367,10 @@ class MultiProcessMapDataZMQ(_ParallelMapData, MultiProcessZMQDataFlow):
         owner = type(self).__name__
         while True:
             try:
-                msg = sock.recv_multipart(copy=False, flags=zmq.NOBLOCK)
+                msg = sock.recv_multipart(copy=False)  # waits at most RCVTIMEO
                 break
             except zmq.Again:
-                if not sock.poll(_LIVENESS_POLL_MS):
-                    self._check_workers_alive(owner)
+                self._check_workers_alive(owner)
         if len(msg) == 3 and msg[1].bytes == EXC_MARK:
             exc = make_worker_exception(loads(msg[2].buffer), owner)
             self.close()
@@ -456,7 +457,7 @@ class MultiProcessMapAndBatchDataZMQ(MultiProcessZMQDataFlow):
                         continue
                     batch.append(dp)
                     if len(batch) == self.batch_size:
-                        out.send(dumps(BatchData.aggregate_batch(batch, False, "map_func")), copy=False)
+                        send_datapoint(out, BatchData.aggregate_batch(batch, False, "map_func"))
                         batch = []
             except KeyboardInterrupt:
                 pass
@@ -496,6 +497,7 @@ class MultiProcessMapAndBatchDataZMQ(MultiProcessZMQDataFlow):
         self.context = zmq.Context()
         self.socket = self.context.socket(zmq.PULL)
         self.socket.set_hwm(max(5, self.buffer_size // self.batch_size))
+        self.socket.setsockopt(zmq.RCVTIMEO, _LIVENESS_POLL_MS)  # then check that the workers live
         bind_socket(self.socket, result_pipe)
         worker_hwm = max(3, self.buffer_size // self.num_proc // self.batch_size)
         self._procs = [MultiProcessMapAndBatchDataZMQ._Worker(str(k).encode(), self.map_func, job_pipe, result_pipe,
@@ -511,7 +513,7 @@ class MultiProcessMapAndBatchDataZMQ(MultiProcessZMQDataFlow):
         owner = type(self).__name__
         with self._guard, zmq_terminated_as_dataflow_terminated(owner):
             while True:
-                yield loads(self._recv_frames(owner).buffer)
+                yield self._recv_datapoint(owner)
 
 
 # tensorpack's names for the same classes

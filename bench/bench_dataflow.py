@@ -1,0 +1,306 @@
+#!/usr/bin/env python
+"""Throughput of DataFlow pipelines: trainbus.dataflow against tensorpack.dataflow, same pipelines,
+same run, and the trainer's steps/s fed by ``QueueInput(MultiProcessRunnerZMQ(...))`` vs ``FeedInput``.
+
+Every pipeline is built from the same code against either library (``D`` below is
+``trainbus.dataflow`` or ``tensorpack.dataflow``) and timed for a fixed wall-clock window after a
+warm-up; the figure is output datapoints per second. The tensorpack side runs in this interpreter
+when ``tensorpack`` is importable here, otherwise in the interpreter given by
+``--tensorpack-python`` (one subprocess per pipeline, run right after the trainbus side so that
+machine noise hits both alike). Each side runs ``--repeats`` times; the best window counts.
+
+    python bench/bench_dataflow.py --tensorpack-python /path/to/venv-with-tensorpack/bin/python
+    python bench/bench_dataflow.py --quick          # shorter windows, no trainer part
+
+Targets: >= 1.0x tensorpack on every pipeline, >= 1.3x where the work is serialization or the ZMQ hop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np  # noqa: E402
+
+# -- the pipelines, written once against a dataflow namespace D ----------------------------------
+
+
+def cpu_bound(dp):
+    """About 1 ms of pure-Python work per datapoint (holds the GIL)."""
+    acc = 0
+    for i in range(6000):
+        acc += i * i % 7
+    return [dp[0], acc]
+
+
+def numpy_work(dp):
+    """Work that releases the GIL (numpy matrix products)."""
+    m = dp[0]
+    for _ in range(4):
+        m = np.tanh(m @ m.T * 0.01)
+    return [m, dp[1]]
+
+
+def scale(dp):
+    return [dp[0] * 2.0, dp[1]]
+
+
+def p_list_map_batch(D, tmp):
+    rows = [[np.random.rand(28, 28).astype("float32"), i % 10] for i in range(10000)]
+    ds = D.DataFromList(rows, shuffle=True)
+    ds = D.MapData(ds, scale)
+    return D.BatchData(ds, 64), 64
+
+
+def p_zmq_cpu(D, tmp):
+    rows = [[np.random.rand(16).astype("float32"), i] for i in range(2000)]
+    ds = D.MapData(D.DataFromList(rows, shuffle=True), cpu_bound)
+    return D.MultiProcessRunnerZMQ(ds, 2), 1
+
+
+def p_zmq_hop(D, tmp):
+    """Serialization and the ZMQ hop only: 224x224x3 uint8 images, no work."""
+    img = np.random.randint(0, 255, (224, 224, 3), dtype="uint8")
+    ds = D.DataFromList([[img, i] for i in range(256)], shuffle=False)
+    return D.MultiProcessRunnerZMQ(ds, 1), 1
+
+
+def p_thread_map(D, tmp):
+    rows = [[np.random.rand(96, 96).astype("float32"), i] for i in range(2000)]
+    ds = D.DataFromList(rows, shuffle=True)
+    return D.MultiThreadMapData(ds, 4, numpy_work, buffer_size=64), 1
+
+
+def p_process_map(D, tmp):
+    rows = [[np.random.rand(16).astype("float32"), i] for i in range(2000)]
+    ds = D.DataFromList(rows, shuffle=True)
+    return D.MultiProcessMapData(ds, 2, cpu_bound, buffer_size=64), 1
+
+
+def _imgaug(D, size, crop):
+    imgaug = D.imgaug
+    imgs = [np.random.randint(0, 255, (size, size, 3), dtype="uint8") for _ in range(64)]
+    ds = D.DataFromList([[im, i] for i, im in enumerate(imgs)], shuffle=True)
+    augs = [imgaug.Flip(horiz=True), imgaug.RandomCrop((crop, crop)), imgaug.Resize((size, size))]
+    return D.AugmentImageComponent(ds, augs), 1
+
+
+def p_imgaug_32(D, tmp):
+    return _imgaug(D, 32, 28)
+
+
+def p_imgaug_224(D, tmp):
+    return _imgaug(D, 224, 200)
+
+
+def p_lmdb_load(D, tmp):
+    path = os.path.join(tmp, "bench.lmdb")
+    if not os.path.exists(path):
+        rows = [[np.random.rand(64).astype("float32"), i] for i in range(10000)]
+        D.LMDBSerializer.save(D.DataFromList(rows, shuffle=False), path)
+    return D.LMDBSerializer.load(path, shuffle=False), 1
+
+
+PIPELINES = {
+    "DataFromList -> MapData -> BatchData(64)": p_list_map_batch,
+    "MultiProcessRunnerZMQ(CPU-bound map, 2)": p_zmq_cpu,
+    "MultiProcessRunnerZMQ(224x224x3 uint8, 1): ZMQ hop": p_zmq_hop,
+    "MultiThreadMapData(numpy map, 4)": p_thread_map,
+    "MultiProcessMapData(CPU-bound map, 2)": p_process_map,
+    "imgaug flip+crop+resize 32x32": p_imgaug_32,
+    "imgaug flip+crop+resize 224x224": p_imgaug_224,
+    "LMDBSerializer.load, 10k records": p_lmdb_load,
+}
+#: pipelines whose work is serialization or the ZMQ hop (target 1.3x)
+HOP_BOUND = {"MultiProcessRunnerZMQ(224x224x3 uint8, 1): ZMQ hop", "LMDBSerializer.load, 10k records"}
+
+
+def measure(D, name, seconds, tmp):
+    """Output datapoints (times the batch size for batches) per second of pipeline ``name``."""
+    np.random.seed(0)
+    try:
+        ds, per_dp = PIPELINES[name](D, tmp)
+    except AttributeError as e:  # a name this library version lacks
+        return {"error": f"{type(e).__name__}: {e}"}
+    outer = D.RepeatedData(ds, -1)  # a runner's pass ends after len(ds) datapoints: keep going
+    outer.reset_state()
+    it = iter(outer)
+    for _ in range(20):
+        next(it)
+    n = 0
+    start = time.perf_counter()
+    end = start + seconds
+    while True:
+        next(it)
+        n += 1
+        if n % 16 == 0 and time.perf_counter() > end:
+            break
+    elapsed = time.perf_counter() - start
+    close = getattr(ds, "close", None)
+    if close is not None:
+        close()
+    return {"dps": n * per_dp / elapsed}
+
+
+def load_library(side):
+    if side == "tensorpack":
+        import tensorpack.dataflow as D  # noqa: N812
+        from tensorpack.utils import logger
+
+        logger.setLevel("WARN")
+        return D
+    import trainbus.dataflow as D  # noqa: N812
+    from trainbus.utils import logger
+
+    logger.setLevel("WARN")
+    return D
+
+
+def tensorpack_importable():
+    try:
+        import tensorpack.dataflow  # noqa: F401
+    except Exception:  # noqa: BLE001 - not installed or broken
+        return False
+    return True
+
+
+def side_measure(side, name, seconds, repeats, tmp, tp_python):
+    if side == "tensorpack" and not tensorpack_importable():
+        if not tp_python:
+            return None
+        cmd = [tp_python, os.path.abspath(__file__), "--side", "tensorpack", "--only", name, "--seconds", str(seconds),
+               "--repeats", str(repeats), "--tmp", tmp]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        for line in out.stdout.splitlines():
+            if line.startswith("RESULT "):
+                return json.loads(line[len("RESULT "):])
+        return {"error": f"the tensorpack run failed: {out.stderr.strip().splitlines()[-1:]}"}
+    D = load_library(side)
+    best = None
+    for _ in range(repeats):
+        r = measure(D, name, seconds, tmp)
+        if "error" in r:
+            return r
+        best = r if best is None or r["dps"] > best["dps"] else best
+    return best
+
+
+# -- the trainer's steps/s ----------------------------------------------------------------------
+
+def trainer_steps_per_second(steps):
+    """Steps/s of an MLP (784-256-10, batch 64) fed by FeedInput vs QueueInput(MultiProcessRunnerZMQ)."""
+    import tensorflow as tf
+
+    from trainbus.callbacks import Callback
+    from trainbus.dataflow import BatchData, FakeData, MapData, MultiProcessRunnerZMQ
+    from trainbus.input_source import FeedInput, QueueInput
+    from trainbus.train import ModelDesc, SimpleTrainer, TrainConfig, launch_train_with_config
+
+    tf1 = tf.compat.v1
+
+    class MLP(ModelDesc):
+        def inputs(self):
+            return [tf.TensorSpec([None, 784], tf.float32, "x"), tf.TensorSpec([None], tf.int32, "y")]
+
+        def build_graph(self, x, y):
+            w1 = tf1.get_variable("w1", [784, 256])
+            w2 = tf1.get_variable("w2", [256, 10])
+            logits = tf.matmul(tf.nn.relu(tf.matmul(x, w1)), w2)
+            return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+
+        def optimizer(self):
+            return tf1.train.GradientDescentOptimizer(0.01)
+
+    class Clock(Callback):
+        def _before_epoch(self):
+            self.t0 = time.perf_counter()
+
+        def _after_epoch(self):
+            self.dt = time.perf_counter() - self.t0
+
+    def labels(dp):
+        return [dp[0], int(dp[1].ravel()[0] * 10) % 10]
+
+    def make_df():
+        return BatchData(MapData(FakeData([[784], [1]], size=64 * steps, random=True), labels), 64)
+
+    res = {}
+    for name, make_input in (("FeedInput", lambda: FeedInput(make_df())),
+                             ("QueueInput(MultiProcessRunnerZMQ(..., 1))",
+                              lambda: QueueInput(MultiProcessRunnerZMQ(make_df(), 1)))):
+        tf1.reset_default_graph()
+        clock = Clock()
+        cfg = TrainConfig(model=MLP(), data=make_input(), max_epoch=2, steps_per_epoch=steps, callbacks=[clock],
+                          monitors=[])
+        launch_train_with_config(cfg, SimpleTrainer())
+        res[name] = steps / clock.dt  # the second epoch: warm
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tensorpack-python", default=None, help="an interpreter where `import tensorpack` works")
+    ap.add_argument("--seconds", type=float, default=2.0, help="timed window per run")
+    ap.add_argument("--repeats", type=int, default=3, help="runs per side; the best counts")
+    ap.add_argument("--quick", action="store_true", help="1 s windows, one run, no trainer part")
+    ap.add_argument("--only", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--side", default="trainbus", choices=["trainbus", "tensorpack"], help=argparse.SUPPRESS)
+    ap.add_argument("--tmp", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.quick:
+        args.seconds, args.repeats = 1.0, 1
+
+    if args.only:  # a child run of one side and one pipeline
+        tmp = args.tmp or tempfile.mkdtemp()
+        os.makedirs(os.path.join(tmp, args.side), exist_ok=True)
+        r = side_measure(args.side, args.only, args.seconds, args.repeats, os.path.join(tmp, args.side), None)
+        print("RESULT " + json.dumps(r), flush=True)
+        return
+
+    tmp = tempfile.mkdtemp(prefix="bench_dataflow_")
+    try:
+        for side in ("trainbus", "tensorpack"):
+            os.makedirs(os.path.join(tmp, side), exist_ok=True)
+        have_tp = tensorpack_importable() or bool(args.tensorpack_python)
+        print(f"{'pipeline':52s} {'trainbus dp/s':>14s} {'tensorpack dp/s':>16s} {'ratio':>7s} {'target':>7s}")
+        rows = []
+        for name in PIPELINES:
+            tb = tp = None
+            for _ in range(args.repeats):  # alternate the sides, so that machine noise hits both alike
+                r = side_measure("trainbus", name, args.seconds, 1, os.path.join(tmp, "trainbus"), None)
+                tb = r if tb is None or "dps" not in tb or ("dps" in r and r["dps"] > tb["dps"]) else tb
+                if have_tp:
+                    r = side_measure("tensorpack", name, args.seconds, 1, tmp, args.tensorpack_python)
+                    tp = r if tp is None or "dps" not in tp or ("dps" in r and r["dps"] > tp["dps"]) else tp
+            target = 1.3 if name in HOP_BOUND else 1.0
+            tb_s = f"{tb['dps']:14.0f}" if tb and "dps" in tb else f"{'n/a':>14s}"
+            tp_s = f"{tp['dps']:16.0f}" if tp and "dps" in tp else f"{'n/a':>16s}"
+            ratio = tb["dps"] / tp["dps"] if tb and tp and "dps" in tb and "dps" in tp else None
+            r_s = f"{ratio:6.2f}x" if ratio else f"{'-':>7s}"
+            print(f"{name:52s} {tb_s} {tp_s} {r_s} {target:6.1f}x", flush=True)
+            for label, r in (("trainbus", tb), ("tensorpack", tp)):
+                if r and "error" in r:
+                    print(f"    ({label}: {r['error']})")
+            rows.append({"pipeline": name, "trainbus": tb, "tensorpack": tp, "ratio": ratio, "target": target})
+        if not have_tp:
+            print("(tensorpack is not importable here: pass --tensorpack-python to compare)")
+        if not args.quick:
+            print()
+            sps = trainer_steps_per_second(300)
+            feed = sps["FeedInput"]
+            for k, v in sps.items():
+                print(f"trainer, MLP 784-256-10 batch 64, {k:42s} {v:8.0f} steps/s  {v / feed:5.2f}x FeedInput")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
