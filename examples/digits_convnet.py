@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -28,7 +27,7 @@ from trainbus.dataflow import BatchData, DataFromList  # noqa: E402
 from trainbus.models import Conv2D, FullyConnected, MaxPooling  # noqa: E402
 from trainbus.tfutils import argscope  # noqa: E402
 from trainbus.tfutils.summary import add_moving_summary  # noqa: E402
-from trainbus.train import AutoResumeTrainConfig, ModelDesc, SimpleTrainer, TrainingInterrupted, launch_train_with_config  # noqa: E402
+from trainbus.train import AutoResumeTrainConfig, ModelDesc, SimpleTrainer, launch_train_with_config  # noqa: E402
 from trainbus.utils import logger  # noqa: E402
 
 tf1 = tf.compat.v1
@@ -93,11 +92,10 @@ def main(argv=None) -> float:
         max_epoch=args.max_epoch,
     )
     trainer = SimpleTrainer()
-    try:
-        launch_train_with_config(config, trainer)
-    except TrainingInterrupted as e:
-        print(f"digits_convnet: {e}", file=sys.stderr)
-        raise SystemExit(130) from None
+    # SIGINT/SIGTERM/SIGHUP: the final checkpoint is written, then launch_train_with_config raises
+    # TrainingInterrupted (a SystemExit): the script ends with one line on stderr and status
+    # 128+signal; run it again with the same --logdir to continue.
+    launch_train_with_config(config, trainer)
     history = trainer.monitors.get_history("val-error")
     best = min(v for _, v in history)
     print(f"validation error: last {history[-1][1]:.4f}, best {best:.4f} "

@@ -31,20 +31,22 @@ class Script:
         self.ready = root / "ready"
         self.marker = root / "marker"
         self.pidfile = root / "pids"
+        self.finally_marker = root / "finally"
         cmd = [sys.executable, "-u", str(SCRIPT), "--logdir", str(self.logdir), "--ready", str(self.ready),
-               "--marker", str(self.marker), "--pidfile", str(self.pidfile), *args]
+               "--marker", str(self.marker), "--pidfile", str(self.pidfile), "--finally-marker",
+               str(self.finally_marker), *args]
         full_env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONFAULTHANDLER="1")
         full_env.update(env or {})
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      env=full_env, start_new_session=True)
 
-    def wait_ready(self, timeout: float = 90) -> None:
+    def wait_ready(self, timeout: float = 240) -> None:
         wait_for(self.ready.exists, timeout, "the first training step", self.proc)
 
     def signal(self, sig: int) -> None:
         self.proc.send_signal(sig)
 
-    def finish(self, timeout: float = 60) -> tuple[int, str, str]:
+    def finish(self, timeout: float = 120) -> tuple[int, str, str]:
         try:
             out, err = self.proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:

@@ -82,7 +82,8 @@ def main():
     p.add_argument("--epochs", type=int, default=1000)
     p.add_argument("--spe", type=int, default=4)
     p.add_argument("--step-sleep", type=float, default=0.0)
-    p.add_argument("--ready", help="file written after the first step")
+    p.add_argument("--ready", help="file written after the first step (of this run; see --ready-step)")
+    p.add_argument("--ready-step", type=int, default=1, help="write --ready after this step of this run")
     p.add_argument("--marker", help="file to which after_train appends a line")
     p.add_argument("--after-train-sleep", type=float, default=0.0)
     p.add_argument("--input", default="feed", choices=["feed", "queue", "childproc", "blocking"])
@@ -92,9 +93,14 @@ def main():
     p.add_argument("--resume", action="store_true", help="AutoResumeTrainConfig in the log dir")
     p.add_argument("--max-to-keep", type=int, default=3)
     p.add_argument("--excepthook", action="store_true", help="install_interrupt_excepthook, do not catch")
+    p.add_argument("--uncaught", action="store_true", help="do not catch TrainingInterrupted")
+    p.add_argument("--finally-marker", help="file the script's own finally block (around training) writes")
     p.add_argument("--summary", help="file to which the final state is written as JSON")
     p.add_argument("--stateful", action="store_true", help="add stateful callbacks (schedules, savers, patience)")
     p.add_argument("--ckpt-dir", help="ModelSaver/AutoResumeTrainConfig checkpoint_dir")
+    p.add_argument("--slow-final-save", type=float, default=0.0,
+                   help="after a stop was requested, sleep this long inside Saver.save once the new checkpoint's "
+                        "files are written (before the state file names it); writes MARKER.save first")
     a = p.parse_args()
 
     from trainbus.callbacks.base import Callback
@@ -108,7 +114,7 @@ def main():
 
     class Probe(Callback):
         def _trigger_step(self):
-            if a.ready and self.global_step == 1 + (self.trainer.starting_epoch - 1) * self.trainer.steps_per_epoch:
+            if a.ready and self.global_step == a.ready_step + (self.trainer.starting_epoch - 1) * self.trainer.steps_per_epoch:
                 _write(a.ready, "ready\n")
             if a.step_sleep:
                 time.sleep(a.step_sleep)
@@ -174,9 +180,28 @@ def main():
     from trainbus.train import SimpleTrainer
 
     trainer = SimpleTrainer()
-    if a.excepthook:
-        install_interrupt_excepthook()
-        launch_train_with_config(cfg, trainer)
+    if a.slow_final_save:
+        import tensorflow as tf
+
+        saver_cls = tf.compat.v1.train.Saver
+        original_save = saver_cls.save
+
+        def slow_save(self, sess, save_path, global_step=None, *args, **kwargs):
+            path = original_save(self, sess, save_path, global_step, *args, **kwargs)
+            if trainer._stop_reason is not None:
+                _write(a.marker + ".save", f"{path}\n")
+                time.sleep(a.slow_final_save)
+            return path
+
+        saver_cls.save = slow_save
+    if a.excepthook or a.uncaught:
+        if a.excepthook:
+            install_interrupt_excepthook()
+        try:
+            launch_train_with_config(cfg, trainer)
+        finally:
+            if a.finally_marker:
+                _write(a.finally_marker, f"finally {trainer.global_step}\n")
     else:
         try:
             launch_train_with_config(cfg, trainer)

@@ -1,4 +1,7 @@
-"""Guarantee 1: SIGINT/SIGTERM stop training gracefully; a second signal kills at once."""
+"""Guarantee 1: SIGINT/SIGTERM/SIGHUP stop training gracefully; a second signal kills at once.
+
+The subprocess tests wait on marker files and process ends with generous deadlines (the
+suite must hold on a loaded machine); nothing depends on how fast a step runs."""
 
 from __future__ import annotations
 
@@ -12,7 +15,11 @@ from trainbus.callbacks.base import Callback
 from trainbus.testing import HookRecorder, train_tiny
 from trainbus.train import TrainingInterrupted
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(400)
+
+#: generous bounds for a loaded machine (both cores busy): a process start, a graceful stop
+START_LIMIT = 240
+STOP_LIMIT = 120
 
 
 def _assert_one_line_exit(err: str, signame: str) -> None:
@@ -28,10 +35,9 @@ def test_sigterm_stops_gracefully_with_child_process_input(script):
     from relutil import pid_alive  # noqa: PLC0415 - the suite's conftest
 
     s = script("--input", "childproc", "--step-sleep", "0.02")
-    s.wait_ready()
-    time.sleep(0.3)
+    s.wait_ready(START_LIMIT)
     s.signal(signal.SIGTERM)
-    rc, out, err = s.finish()
+    rc, out, err = s.finish(STOP_LIMIT)
     assert rc == 128 + signal.SIGTERM, (rc, err[-2000:])
     _assert_one_line_exit(err, "SIGTERM")
     lines = s.marker_lines()
@@ -39,33 +45,37 @@ def test_sigterm_stops_gracefully_with_child_process_input(script):
     assert "Training was stopped by StopTraining: signal SIGTERM" in out
     pids = s.child_pids()
     assert pids, "the dataflow did not start its worker process"
-    time.sleep(0.2)
-    assert not [p for p in pids if pid_alive(p)], "the input worker process outlived the trainer"
+    from relutil import wait_for  # noqa: PLC0415
+
+    wait_for(lambda: not [p for p in pids if pid_alive(p)], 30, "the input worker process to end with the trainer")
 
 
 def test_sigint_with_script_excepthook(script):
-    """SIGINT and a script that installs ``install_interrupt_excepthook``: one line, exit 1."""
+    """SIGINT and a script written for earlier versions (``install_interrupt_excepthook``, not
+    catching): one line, exit 130, the script's own ``finally`` runs after the stop."""
     s = script("--excepthook", "--step-sleep", "0.02")
-    s.wait_ready()
+    s.wait_ready(START_LIMIT)
     s.signal(signal.SIGINT)
-    rc, out, err = s.finish()
-    assert rc == 1, (rc, err[-2000:])
+    rc, out, err = s.finish(STOP_LIMIT)
+    assert rc == 128 + signal.SIGINT, (rc, err[-2000:])
     _assert_one_line_exit(err, "SIGINT")
     assert s.marker_lines()[0].startswith("after_train ")
+    step = int(s.marker_lines()[0].split()[2])
+    assert s.finally_marker.read_text() == f"finally {step}\n"
 
 
 def test_second_signal_kills_during_slow_after_train(script):
     """A second signal while the callbacks finalize ends the process at once."""
-    s = script("--after-train-sleep", "60", "--step-sleep", "0.02")
-    s.wait_ready()
+    s = script("--after-train-sleep", "300", "--step-sleep", "0.02")
+    s.wait_ready(START_LIMIT)
     s.signal(signal.SIGTERM)
     from relutil import wait_for  # noqa: PLC0415
 
-    wait_for(lambda: s.marker_lines(), 30, "after_train to start", s.proc)
+    wait_for(lambda: s.marker_lines(), STOP_LIMIT, "after_train to start", s.proc)
     t0 = time.monotonic()
     s.signal(signal.SIGINT)
-    rc, out, err = s.finish(timeout=15)
-    assert time.monotonic() - t0 < 5
+    rc, out, err = s.finish(timeout=STOP_LIMIT)
+    assert time.monotonic() - t0 < 100  # at once: far less than the 300 s after_train would sleep
     assert rc == -signal.SIGINT, (rc, err[-2000:])
     assert "second signal (SIGINT)" in err
     assert "after_train slept" not in s.marker_lines()
@@ -74,17 +84,17 @@ def test_second_signal_kills_during_slow_after_train(script):
 def test_second_signal_kills_while_step_is_blocked_in_tensorflow(script):
     """The step is blocked inside Session.run (an input that never delivers): the first
     signal cannot finish it, the second still terminates the process at once."""
-    s = script("--input", "blocking")
-    s.wait_ready()
-    time.sleep(1.0)  # steps 2 and 3 run, step 4 waits in the queue's dequeue forever
+    s = script("--input", "blocking", "--ready-step", "3")
+    s.wait_ready(START_LIMIT)  # step 3 done: step 4 waits in the queue's dequeue forever
+    time.sleep(1.0)  # let the main thread get from trigger_step into Session.run
     assert s.proc.poll() is None
     s.signal(signal.SIGTERM)
     time.sleep(0.5)
     assert s.proc.poll() is None
     t0 = time.monotonic()
     s.signal(signal.SIGTERM)
-    rc, out, err = s.finish(timeout=15)
-    assert time.monotonic() - t0 < 5
+    rc, out, err = s.finish(timeout=STOP_LIMIT)
+    assert time.monotonic() - t0 < 100
     assert rc == -signal.SIGTERM, (rc, err[-2000:])
     assert "second signal (SIGTERM)" in err
 

@@ -134,12 +134,17 @@ def cmd_order(args: argparse.Namespace) -> int:
 
 def cmd_train(args: argparse.Namespace) -> int:
     from trainbus.config_file import RunConfigError, train_from_file
+    from trainbus.train._signals import TrainingInterrupted
 
     try:
         result = train_from_file(args.config, dry_run=args.dry_run)
     except RunConfigError as e:
         print(f"trainbus train: {e}", file=sys.stderr)
         return 2
+    except TrainingInterrupted as e:
+        # SIGINT/SIGTERM/SIGHUP: the final checkpoint is written; one line, status 128+signal
+        e.report()
+        return e.exit_code
     if args.dry_run:
         print(result)
     return 0

@@ -1,26 +1,34 @@
-"""Graceful SIGINT/SIGTERM during training: finish the step, run every after_train, stop.
+"""Graceful SIGINT/SIGTERM/SIGHUP during training: finish the step, run every after_train, stop.
 
-The first SIGINT or SIGTERM asks the trainer to stop after the current step: every
+The first SIGINT, SIGTERM or SIGHUP asks the trainer to stop after the current step: every
 callback's ``after_train`` runs (a ``ModelSaver`` writes its final checkpoint), input threads
 are stopped, the session is closed, and ``train()`` raises :class:`TrainingInterrupted`.
-A second signal of either kind terminates the process at once with that signal's default
-action, even while the main thread is blocked inside ``Session.run``.
+A second signal of any of these kinds terminates the process at once with that signal's
+default action, even while the main thread is blocked inside ``Session.run``.
 
 How it works: Python runs signal handlers only in the main thread and only between
 bytecodes, so a step blocked in TensorFlow would delay them. The handlers are therefore
 paired with ``signal.set_wakeup_fd``: the C-level handler writes the signal number to a pipe
 at once, and a small watcher thread reacts to it. The previous handlers and wakeup fd are
-restored when training ends. Signals whose previous disposition is ``SIG_IGN`` stay ignored.
+restored when training ends. Signals whose previous disposition is ``SIG_IGN`` stay ignored
+(e.g. SIGHUP under ``nohup``).
 
-The library never exits the process nor installs an ``excepthook`` by itself. A script turns
-the interruption into a one-line exit like this::
+How the process ends: :class:`TrainingInterrupted` is a ``SystemExit`` (like
+``KeyboardInterrupt``, it is not an ``Exception``) whose exit status is ``128 + signum``
+(130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP). A script that does not catch it runs its
+own ``try/finally`` blocks and ``atexit`` handlers and then ends with that status and ONE line
+on stderr, e.g.::
+
+    trainbus: training interrupted by SIGTERM at epoch 3, global step 96; final checkpoint /runs/a/model-96
+
+With ``TRAINBUS_DEBUG=1`` in the environment the full traceback is printed before that line.
+A script that catches the exception decides itself what to print and how to exit::
 
     try:
         launch_train_with_config(config, trainer)
     except TrainingInterrupted as e:
-        sys.exit(f"{e}")          # one line on stderr, exit status 1
-
-or calls :func:`install_interrupt_excepthook` once from its entry point.
+        print(f"stopped early: {e}", file=sys.stderr)
+        sys.exit(e.exit_code)
 """
 
 from __future__ import annotations
@@ -34,53 +42,164 @@ from typing import Any, Iterator
 
 from trainbus.utils import logger
 
-__all__ = ["graceful_signals", "TrainingInterrupted", "install_interrupt_excepthook"]
+__all__ = ["graceful_signals", "TrainingInterrupted", "install_interrupt_excepthook", "newest_checkpoint",
+           "DEFAULT_SIGNALS"]
 
 _SENTINEL = 0  # no signal has number 0: written to the pipe to stop the watcher
 
 
-class TrainingInterrupted(Exception):
-    """Training ended early because the process received SIGINT or SIGTERM; raised by
+#: the signals that stop training gracefully (SIGHUP where the platform has it)
+DEFAULT_SIGNALS: tuple[int, ...] = tuple(
+    s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None)
+
+#: ``checkpoint=`` value of a :class:`TrainingInterrupted` raised where nobody looked for checkpoints
+UNKNOWN = "unknown"
+
+
+def debug_enabled() -> bool:
+    """Whether ``TRAINBUS_DEBUG`` asks for tracebacks (any value but empty, ``0``, ``false``, ``no``)."""
+    return os.environ.get("TRAINBUS_DEBUG", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+class TrainingInterrupted(SystemExit):
+    """Training ended early because the process received SIGINT, SIGTERM or SIGHUP; raised by
     ``Trainer.train`` after a clean stop (every ``after_train`` ran, files are closed).
 
-    :ivar signame: ``"SIGINT"`` or ``"SIGTERM"``.
+    A ``SystemExit`` with ``code == 128 + signum``: uncaught, it ends the script with that
+    status after its ``finally`` blocks, printing one line on stderr (see the module doc).
+
+    :ivar signame: ``"SIGINT"``, ``"SIGTERM"`` or ``"SIGHUP"``.
     :ivar signum: the signal number.
     :ivar epoch: the epoch during which training stopped (None in a process that does not
         train, e.g. a parameter server).
     :ivar global_step: the global step at the stop (None likewise).
+    :ivar checkpoint: the newest checkpoint prefix in the ``ModelSaver``'s directory after the
+        stop (None if the run has no saver or none was written; :data:`UNKNOWN` if not looked up).
+    :ivar checkpoint_step: the global step of ``checkpoint`` (None if unknown).
     :ivar exit_code: ``128 + signum``, the conventional exit status for a script.
     :ivar origin: ``None`` when this process received the signal; in a multi-process job
         (Horovod, distributed runtime) the process that did, when it was another one.
     """
 
     def __init__(self, signame: str, epoch: int | None, global_step: int | None, signum: int | None = None,
-                 origin: str | None = None) -> None:
-        where = f" received by {origin}" if origin else ""
-        at = f" at epoch {epoch}, global step {global_step}" if epoch is not None else ""
-        super().__init__(f"training interrupted by {signame}{where}{at}; callbacks finalized and files closed")
+                 origin: str | None = None, checkpoint: str | None = UNKNOWN,
+                 checkpoint_step: int | None = None) -> None:
         self.signame = signame
         #: None when this process received the signal; else who did (e.g. ``"rank 1"``)
         self.origin = origin
         self.signum = int(signum) if signum is not None else int(getattr(signal, signame, signal.SIGTERM))
         self.epoch = epoch
         self.global_step = global_step
+        self.checkpoint = checkpoint
+        self.checkpoint_step = checkpoint_step
         self.exit_code = 128 + self.signum
+        self._reported = False
+        super().__init__(self.exit_code)
+
+    @property
+    def message(self) -> str:
+        """The one-line description: what stopped, at which step, where the checkpoint is."""
+        where = f" received by {self.origin}" if self.origin else ""
+        at = f" at epoch {self.epoch}, global step {self.global_step}" if self.epoch is not None else ""
+        return f"training interrupted by {self.signame}{where}{at}{self._checkpoint_note()}"
+
+    def _checkpoint_note(self) -> str:
+        if self.checkpoint == UNKNOWN:
+            return ""
+        if self.checkpoint is None:
+            return "; no checkpoint was written (the callbacks have no ModelSaver, or saving failed: see the log)"
+        if self.checkpoint_step is not None and self.global_step is not None \
+                and self.checkpoint_step != self.global_step:
+            return (f"; newest checkpoint {self.checkpoint} (global step {self.checkpoint_step}; "
+                    f"the final save did not happen: see the log)")
+        return f"; final checkpoint {self.checkpoint}"
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> Any:
+        return (type(self), (self.signame, self.epoch, self.global_step, self.signum, self.origin, self.checkpoint,
+                             self.checkpoint_step))
+
+    # Python reads ``code`` of a SystemExit exactly when it ends the interpreter with it (and
+    # multiprocessing when it ends a child process with it): the moment to print the one line,
+    # so that a script that catches the exception gets nothing printed on its behalf.
+    @property  # type: ignore[override]
+    def code(self) -> int:
+        self.report()
+        return self.exit_code
+
+    @code.setter
+    def code(self, value: Any) -> None:  # SystemExit.__init__ assigns it
+        pass
+
+    def report(self, file: Any = None) -> None:
+        """Print the one line (after the traceback when ``TRAINBUS_DEBUG`` is set) on ``file``
+        (default stderr), once per exception."""
+        if self._reported:
+            return
+        self._reported = True
+        out = file if file is not None else sys.stderr
+        try:
+            if debug_enabled():
+                import traceback
+
+                traceback.print_exception(type(self), self, self.__traceback__, file=out)
+            out.write(f"trainbus: {self.message}\n")
+            out.flush()
+        except Exception:  # noqa: BLE001 - stderr may be closed at exit
+            pass
 
 
 def install_interrupt_excepthook() -> None:
-    """For script entry points only: print an uncaught :class:`TrainingInterrupted` as one
-    line (``trainbus: training interrupted by ...``) instead of a traceback. Other exceptions
-    go to the previous hook. The library itself never calls this."""
-    previous = sys.excepthook
+    """Kept for scripts written for earlier trainbus versions, which needed it to print an
+    uncaught :class:`TrainingInterrupted` as one line. It is now a ``SystemExit`` that prints
+    its line and sets the exit status by itself, so this installs nothing."""
 
-    def hook(etype: type, value: BaseException, tb: Any) -> None:
-        if isinstance(value, TrainingInterrupted):
-            sys.stderr.write(f"trainbus: {value}\n")
-            sys.stderr.flush()
-            return
-        previous(etype, value, tb)
 
-    sys.excepthook = hook
+def newest_checkpoint(trainer: Any) -> tuple[str | None, int | None]:
+    """The newest checkpoint (prefix, global step) named by the ``checkpoint`` state file of
+    the directory of ``trainer``'s first ``ModelSaver``; ``(None, None)`` when the trainer has
+    no ``ModelSaver`` or its directory lists no checkpoint yet."""
+    from trainbus.callbacks.base import ProxyCallback
+
+    def members(cb: Any) -> Iterator[Any]:
+        yield cb
+        if isinstance(cb, ProxyCallback):
+            yield from members(cb.cb)
+        for inner in getattr(cb, "cbs", None) or ():
+            yield from members(inner)
+
+    for top in list(getattr(trainer, "_callbacks", None) or ()):
+        for cb in members(top):
+            if not any(k.__name__ == "ModelSaver" for k in type(cb).__mro__):
+                continue
+            d = getattr(cb, "checkpoint_dir", None)
+            if not d:
+                continue
+            return _latest_in(os.fspath(d))
+    return None, None
+
+
+def _latest_in(d: str) -> tuple[str | None, int | None]:
+    """(prefix, step) of the newest checkpoint the state file of ``d`` lists and whose index exists."""
+    import re
+
+    from trainbus.tfutils import _tf
+
+    try:
+        state = _tf.tf1().train.get_checkpoint_state(d)
+    except Exception:  # noqa: BLE001 - a damaged state file: reported by the restore paths, not here
+        return None, None
+    if state is None or not state.model_checkpoint_path:
+        return None, None
+    path = state.model_checkpoint_path
+    if not os.path.isabs(path):
+        path = os.path.join(d, path)
+    if not os.path.isfile(path + ".index"):
+        return None, None
+    m = re.search(r"-(\d+)$", path)
+    return os.path.abspath(path), (int(m.group(1)) if m else None)
 
 
 def signum_of_reason(reason: str | None) -> int | None:
@@ -193,8 +312,8 @@ def _die_by(signum: int) -> None:
 
 
 @contextlib.contextmanager
-def graceful_signals(trainer: Any, signals: tuple = (signal.SIGINT, signal.SIGTERM)) -> Iterator[None]:
-    """Within this context, SIGINT/SIGTERM stop ``trainer`` gracefully (see the module doc);
+def graceful_signals(trainer: Any, signals: tuple = DEFAULT_SIGNALS) -> Iterator[None]:
+    """Within this context, SIGINT/SIGTERM/SIGHUP stop ``trainer`` gracefully (see the module doc);
     on exit, raise :class:`TrainingInterrupted` if a signal was received. A no-op outside
     the main thread (handlers can only be installed there)."""
     if threading.current_thread() is not threading.main_thread():
@@ -249,4 +368,6 @@ def graceful_signals(trainer: Any, signals: tuple = (signal.SIGINT, signal.SIGTE
             watcher.stop()
     if watcher.received:
         signum = watcher.received[0]
-        raise TrainingInterrupted(signal.Signals(signum).name, trainer.epoch_num, trainer.global_step, signum)
+        ckpt, ckpt_step = newest_checkpoint(trainer)
+        raise TrainingInterrupted(signal.Signals(signum).name, trainer.epoch_num, trainer.global_step, signum,
+                                  checkpoint=ckpt, checkpoint_step=ckpt_step)
