@@ -1,7 +1,8 @@
 """The trainbus logger: ``logger.info(...)`` etc., and the run's log directory.
 
 ``set_logger_dir(dir, action)`` chooses the directory where callbacks and monitors write
-(checkpoints, ``stats.json``, event files) and starts logging to ``log.log`` in it.
+(checkpoints, ``stats.json``, event files); when training starts (``commit_logger_dir``) the
+action is carried out and logging to ``log.log`` in it begins.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 from datetime import datetime
 
 
-__all__ = ["set_logger_dir", "auto_set_dir", "get_logger_dir", "info", "warning", "warn", "error",
+__all__ = ["set_logger_dir", "auto_set_dir", "get_logger_dir", "commit_logger_dir", "pending_logger_dir_action", "info", "warning", "warn", "error",
            "exception", "debug", "critical", "setLevel", "addFilter", "LOG_FILENAME"]
 
 LOG_FILENAME = "log.log"
@@ -64,6 +65,32 @@ def _get_time_str() -> str:
     return datetime.now().strftime("%m%d-%H%M%S")
 
 
+class _BufferHandler(logging.Handler):
+    """Holds the records logged while the log directory is pending; they go to ``log.log``
+    once the directory is committed, and are dropped if it never is."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if len(self.records) < 10000:
+            self.records.append(record)
+
+
+class _PendingDir:
+    """A log directory chosen by ``set_logger_dir`` whose action has not been carried out yet."""
+
+    def __init__(self, requested: str, dirname: str, action: str | None) -> None:
+        self.requested = requested  # the directory as given
+        self.dirname = dirname      # where the run writes (differs from ``requested`` for "n")
+        self.action = action        # "k", "d", "b", "n" or None (the directory was empty or absent)
+        self.buffer = _BufferHandler()
+
+
+_PENDING: _PendingDir | None = None
+
+
 def _set_file(path: str) -> None:
     global _FILE_HANDLER
     if os.path.isfile(path):
@@ -77,31 +104,50 @@ def _set_file(path: str) -> None:
         _FILE_HANDLER.close()
     _FILE_HANDLER = hdl
     _logger.addHandler(hdl)
-    info("Argv: " + " ".join(sys.argv))
+
+
+def _dir_nonempty(d: str) -> bool:
+    return os.path.isdir(d) and any(x[0] != "." for x in os.listdir(d))
+
+
+def _drop_pending() -> None:
+    global _PENDING
+    if _PENDING is not None:
+        _logger.removeHandler(_PENDING.buffer)
+        _PENDING = None
 
 
 def set_logger_dir(dirname: str | os.PathLike, action: str | None = None) -> None:
     """Use ``dirname`` as the run's log directory and log to ``log.log`` inside it.
+
+    Choosing is immediate (``get_logger_dir()`` returns the directory at once), acting is
+    not: deleting, backing up or creating the directory, and starting ``log.log``, happen
+    when training starts, after the trainer has checked the whole run (or when
+    :func:`commit_logger_dir` is called). A run that fails its checks leaves the file
+    system as it was; the messages logged until then still reach ``log.log`` when the
+    directory is committed.
 
     :param action: what to do if ``dirname`` exists and is not empty: ``"k"`` keep (resume
         into it), ``"d"`` delete it, ``"b"`` back it up (rename with a time suffix) and start
         empty, ``"n"`` use a new directory ``dirname + time suffix``, ``"q"`` quit (raises).
         ``None`` asks on the terminal, and raises ``FileExistsError`` when there is none.
     """
-    global LOG_DIR
+    global LOG_DIR, _PENDING
     dirname = os.path.normpath(os.fspath(dirname))
     if action is not None and action not in ("k", "d", "b", "n", "q"):
         raise ValueError(f"set_logger_dir(action={action!r}): action must be one of 'k' (keep), 'd' (delete), "
                          "'b' (backup), 'n' (new), 'q' (quit), or None to ask")
+    if os.path.exists(dirname) and not os.path.isdir(dirname):
+        raise NotADirectoryError(f"set_logger_dir: {dirname} exists and is not a directory; choose another path "
+                                 "or remove the file")
     if _FILE_HANDLER is not None:
         _logger.removeHandler(_FILE_HANDLER)
         _FILE_HANDLER.close()
         globals()["_FILE_HANDLER"] = None
-
-    def dir_nonempty(d: str) -> bool:
-        return os.path.isdir(d) and len([x for x in os.listdir(d) if x[0] != "."])
-
-    if dir_nonempty(dirname):
+    _drop_pending()
+    act: str | None = None
+    target = dirname
+    if _dir_nonempty(dirname):
         if action is None:
             if not sys.stdin or not sys.stdin.isatty():
                 raise FileExistsError(
@@ -114,28 +160,62 @@ def set_logger_dir(dirname: str | os.PathLike, action: str | None = None) -> Non
             while not action:
                 action = input("Select Action: k (keep) / d (delete) / q (quit):").lower().strip()
         act = action
+        if act == "n":
+            target = dirname + _get_time_str()
+        elif act not in ("k", "d", "b"):
+            raise FileExistsError(f"log directory {dirname} exists and set_logger_dir was told to quit (action {act!r})")
+    LOG_DIR = target
+    _PENDING = _PendingDir(dirname, target, act)
+    _logger.addHandler(_PENDING.buffer)
+    info("Argv: " + " ".join(sys.argv))
+
+
+def pending_logger_dir_action() -> str | None:
+    """The action ``set_logger_dir`` chose that is not carried out yet: ``"k"``, ``"d"``,
+    ``"b"`` or ``"n"``; ``"create"`` when the directory is new or empty; None when nothing is
+    pending. With ``"d"`` or ``"b"`` pending, what the directory holds now is not the run's:
+    resuming code must not read it."""
+    if _PENDING is None:
+        return None
+    return _PENDING.action or "create"
+
+
+def commit_logger_dir() -> str | None:
+    """Carry out the action chosen by ``set_logger_dir`` (delete, back up, create the
+    directory), start ``log.log`` with the messages logged since, and return the directory.
+    Trainers call it when training starts, after every check passed; calling it again, or
+    with no log directory set, does nothing (returns ``get_logger_dir()``)."""
+    global _PENDING
+    pending = _PENDING
+    if pending is None:
+        return LOG_DIR
+    dirname, act = pending.requested, pending.action
+    # the directory may have changed since it was chosen: act on what is there now
+    if _dir_nonempty(dirname):
         if act == "b":
             backup_name = dirname + _get_time_str()
             shutil.move(dirname, backup_name)
             info(f"Directory '{dirname}' backuped to '{backup_name}'")
         elif act == "d":
             shutil.rmtree(dirname, ignore_errors=True)
-            if dir_nonempty(dirname):
+            if _dir_nonempty(dirname):
                 shutil.rmtree(dirname, ignore_errors=False)
+            info(f"Deleted the old content of the log directory '{dirname}'.")
         elif act == "n":
-            dirname = dirname + _get_time_str()
-            info(f"Use a new log directory {dirname}")
-        elif act == "k":
-            pass
-        else:
-            raise FileExistsError(f"log directory {dirname} exists and set_logger_dir was told to quit (action {act!r})")
-    LOG_DIR = dirname
+            info(f"Use a new log directory {pending.dirname}")
     try:
-        os.makedirs(dirname)
+        os.makedirs(pending.dirname)
     except OSError as e:
         if e.errno != errno.EEXIST:
             raise
-    _set_file(os.path.join(dirname, LOG_FILENAME))
+    _set_file(os.path.join(pending.dirname, LOG_FILENAME))
+    _logger.removeHandler(pending.buffer)
+    _PENDING = None
+    assert _FILE_HANDLER is not None
+    for record in pending.buffer.records:
+        if record.levelno >= _FILE_HANDLER.level:
+            _FILE_HANDLER.handle(record)
+    return pending.dirname
 
 
 def auto_set_dir(action: str | None = None, name: str | None = None) -> None:
@@ -157,6 +237,7 @@ def _reset_for_tests() -> None:
     """Forget the log directory (tests run many trainings in one process)."""
     global LOG_DIR, _FILE_HANDLER
     LOG_DIR = None
+    _drop_pending()
     if _FILE_HANDLER is not None:
         _logger.removeHandler(_FILE_HANDLER)
         _FILE_HANDLER.close()
