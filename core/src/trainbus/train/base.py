@@ -351,6 +351,9 @@ class Trainer:
         self._bus = Bus(pm)
         self._callbacks_setup = True
         self.monitors.bind(self, pm.hook)
+        # every check of the run passed: now the log directory's action (delete, back up,
+        # create) is carried out, before any callback writes into it
+        logger.commit_logger_dir()
         with self.graph.as_default():
             self._bus.setup_graph(trainer=self)
         # bind again: a callback may leave per-step hooks it turned out not to need while
