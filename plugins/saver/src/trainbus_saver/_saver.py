@@ -57,12 +57,12 @@ def _remove(path: str) -> None:
 
 
 def _resolve_dir(given: str | None) -> str | None:
+    """The absolute checkpoint directory (``given``, else the log directory), not created:
+    constructors only choose, the directory is made when the graph is set up."""
     d = given if given is not None else logger.get_logger_dir()
     if d is None:
         return None
-    d = os.path.abspath(os.fspath(d))
-    os.makedirs(d, exist_ok=True)
-    return d
+    return os.path.abspath(os.fspath(d))
 
 
 class ModelSaver(Callback):
@@ -121,6 +121,7 @@ class ModelSaver(Callback):
         if self.checkpoint_dir is None:
             raise RuntimeError("ModelSaver has no checkpoint directory: pass checkpoint_dir=..., or call "
                                "trainbus.utils.logger.set_logger_dir(dir) before training")
+        os.makedirs(self.checkpoint_dir, exist_ok=True)
         return self.checkpoint_dir
 
     def _setup_graph(self) -> None:
@@ -306,6 +307,7 @@ class MinSaver(Callback):
         if self.checkpoint_dir is None:
             raise RuntimeError(f"{type(self).__name__} has no checkpoint directory: pass checkpoint_dir=..., or call "
                                "trainbus.utils.logger.set_logger_dir(dir) before training")
+        os.makedirs(self.checkpoint_dir, exist_ok=True)
         self._check_model_saver()
 
     def _check_model_saver(self) -> None:
