@@ -168,23 +168,32 @@ def test_offline_predictor_and_predict_config(tmp_path):
 
 
 def test_logger_dir_actions(tmp_path):
+    # set_logger_dir chooses at once; the action happens at commit_logger_dir (training start)
     d = tmp_path / "run"
     logger.set_logger_dir(str(d), action="k")
     logger.info("hello file")
-    assert logger.get_logger_dir() == str(d)
+    assert logger.get_logger_dir() == str(d) and not d.exists()
+    assert logger.commit_logger_dir() == str(d)
     assert "hello file" in (d / "log.log").read_text()
     (d / "keep.txt").write_text("x")
     logger.set_logger_dir(str(d), action="k")
+    logger.commit_logger_dir()
     assert (d / "keep.txt").exists()
     logger.set_logger_dir(str(d), action="b")
+    assert (d / "keep.txt").exists() and logger.pending_logger_dir_action() == "b"
+    logger.commit_logger_dir()
     backups = [p for p in tmp_path.iterdir() if p.name.startswith("run") and p.name != "run"]
     assert len(backups) == 1 and (backups[0] / "keep.txt").exists()
     (d / "new.txt").write_text("y")
     logger.set_logger_dir(str(d), action="d")
+    assert (d / "new.txt").exists()
+    logger.commit_logger_dir()
     assert not (d / "new.txt").exists()
     (d / "z.txt").write_text("z")
     logger.set_logger_dir(str(d), action="n")
     assert logger.get_logger_dir() != str(d) and logger.get_logger_dir().startswith(str(d))
+    logger.commit_logger_dir()
+    assert os.path.isfile(os.path.join(logger.get_logger_dir(), "log.log"))
     with pytest.raises(FileExistsError, match="action"):
         logger.set_logger_dir(str(d), action=None)  # stdin is not a terminal under pytest
     with pytest.raises(FileExistsError):
