@@ -247,7 +247,7 @@ def test_early_stopping_restore_best_weights_in_after_train(logdir):
 def test_early_stopping_state_is_resumable(logdir):
     es = cbs.EarlyStopping("val", patience=3)
     tr = train_tiny(callbacks=[put_sequence("val", [2.0, 1.0, 1.5]), es], max_epoch=3)
-    state = tr.callback_states()["EarlyStopping"]
+    state = tr.callback_states()["EarlyStopping(val)"]
     assert state["best"] == 1.0 and state["wait"] == 1 and state["best_step"] == 16
     resumed = cbs.EarlyStopping("val", patience=3)
     resumed._load_state_dict(state)

@@ -389,6 +389,40 @@ class Callback:
         """Restore what ``_state_dict`` returned (called before ``before_train`` on resume)."""
         raise TypeError(f"{type(self).__name__} returns a _state_dict() but does not implement _load_state_dict()")
 
+    def _state_key_args(self) -> tuple:
+        """What tells this callback apart from others of its class (e.g. the statistic it
+        watches); part of the default ``state_key``. Stateful subclasses override it."""
+        return ()
+
+    def _has_state(self) -> bool:
+        """Whether this callback saves state with checkpoints (its class overrides ``_state_dict``)."""
+        return type(self)._state_dict is not Callback._state_dict
+
+    @property
+    def state_key(self) -> str:
+        """The name this callback's state is saved and looked up under in a checkpoint's
+        ``.trainbus.json`` file. Default: the class name, followed by the identifying
+        constructor arguments in parentheses, e.g. ``EarlyStopping(val-error)``. Set it (or use
+        ``set_state_key``) to tell apart two callbacks whose default keys are equal, or to keep
+        the saved state of a callback whose class or arguments were renamed."""
+        key = self.__dict__.get("_state_key")
+        if key is not None:
+            return key
+        args = self._state_key_args()
+        name = type(self).__name__
+        return f"{name}({','.join(str(a) for a in args)})" if args else name
+
+    @state_key.setter
+    def state_key(self, key: str) -> None:
+        if not isinstance(key, str) or not key.strip():
+            raise ValueError(f"{self}: state_key must be a non-empty string, got {key!r}")
+        self._state_key = key
+
+    def set_state_key(self, key: str) -> Callback:
+        """Set ``state_key`` and return the callback itself."""
+        self.state_key = key
+        return self
+
     # ------------------------------------------------------------------ helpers
     def _drop_hooks(self, *hooks: str) -> None:
         """Call from ``_setup_graph`` to stop receiving some hooks, e.g. a per-step hook that
@@ -495,6 +529,24 @@ class ProxyCallback(Callback):
     def set_chief_only(self, v: bool = True) -> Callback:
         self.chief_only = v
         return self
+
+    # the wrapped callback's state is saved and restored through its wrapper, under its own key
+    @property
+    def state_key(self) -> str:
+        return self.cb.state_key
+
+    @state_key.setter
+    def state_key(self, key: str) -> None:
+        self.cb.state_key = key
+
+    def _has_state(self) -> bool:
+        return self.cb._has_state()
+
+    def _state_dict(self) -> dict | None:
+        return self.cb._state_dict()
+
+    def _load_state_dict(self, state: dict) -> None:
+        self.cb._load_state_dict(state)
 
     def _setup_graph(self) -> None:
         self.cb.setup_graph(self.trainer)

@@ -265,7 +265,8 @@ class Trainer:
         self._stop_reason: str | None = None
         self._input_source: Any = None
         self._step_incr_op: Any = None
-        self._resume_states: dict[str, Any] = {}
+        self._resume_states: dict[str, Any] | None = None  # read from the restored checkpoint
+        self._resume_states_file: str | None = None
 
     # ------------------------------------------------------------------ state
     @property
@@ -351,6 +352,7 @@ class Trainer:
         self._bus = Bus(pm)
         self._callbacks_setup = True
         self.monitors.bind(self, pm.hook)
+        self._stateful_members()  # two stateful callbacks with one state key: an error before any graph work
         # every check of the run passed: now the log directory's action (delete, back up,
         # create) is carried out, before any callback writes into it
         logger.commit_logger_dir()
@@ -373,21 +375,34 @@ class Trainer:
 
     # ------------------------------------------------------------------ resumable state
     def _stateful_members(self) -> list[tuple[str, Callback]]:
-        """``(state_key, callback)`` for every registered callback and monitor; the key is
-        the class name, with ``#k`` for the k-th further instance of a class."""
+        """``(state_key, callback)`` for every registered callback and monitor that saves state
+        (see ``Callback.state_key``). Two of them with one key is an error naming both."""
         members = list(self._pm.ordered) if self._pm is not None else list(self._callbacks)
-        seen: dict[str, int] = {}
-        out = []
-        for cb in members:
-            inner = cb
-            name = type(inner).__name__
-            k = seen.get(name, 0)
-            seen[name] = k + 1
-            out.append((name if k == 0 else f"{name}#{k}", cb))
+        out: list[tuple[str, Callback]] = []
+        seen: dict[str, tuple[int, Callback]] = {}
+        for pos, cb in enumerate(members):
+            has_state = getattr(cb, "_has_state", None)
+            if has_state is None or not has_state():
+                continue
+            key = cb.state_key
+            if key in seen:
+                other_pos, other = seen[key]
+                raise ValueError(
+                    f"Two stateful callbacks have the state key {key!r}: {other} ({self._where_is(other)}) and {cb} "
+                    f"({self._where_is(cb)}); on resume their saved states could not be told apart. "
+                    "Give one of them its own key: cb.set_state_key('...') (or cb.state_key = '...').")
+            seen[key] = (pos, cb)
+            out.append((key, cb))
         return out
 
+    def _where_is(self, cb: Any) -> str:
+        for i, other in enumerate(self._callbacks):
+            if other is cb:
+                return f"callbacks[{i}]"
+        return "a monitor" if isinstance(cb, MonitorBase) else "added by the trainer"
+
     def callback_states(self) -> dict[str, Any]:
-        """The ``_state_dict()`` of every stateful callback and monitor, by state key."""
+        """The ``_state_dict()`` of every stateful callback and monitor, by ``state_key``."""
         states = {}
         for key, cb in self._stateful_members():
             st = cb._state_dict()
@@ -395,12 +410,30 @@ class Trainer:
                 states[key] = st
         return states
 
-    def load_callback_states(self, states: dict[str, Any]) -> None:
-        """Give each callback its saved state (see ``callback_states``)."""
-        for key, cb in self._stateful_members():
+    def load_callback_states(self, states: dict[str, Any], source: str | None = None) -> None:
+        """Give each stateful callback the saved state of its ``state_key`` (see
+        ``callback_states``). Saved states no callback claims, and stateful callbacks that find
+        no saved state, are each reported in one log line."""
+        where = f" in {source}" if source else ""
+        members = self._stateful_members()
+        keys = {k for k, _ in members}
+        restored, fresh = [], []
+        for key, cb in members:
             if key in states:
                 cb._load_state_dict(states[key])
-                logger.info(f"Restored the state of callback {key}.")
+                restored.append(key)
+            else:
+                fresh.append(key)
+        if restored:
+            logger.info(f"Restored the state of callback(s) {', '.join(restored)}{where}.")
+        unclaimed = sorted(k for k in states if k not in keys)
+        if unclaimed:
+            logger.warning(
+                f"Saved callback state{where} that no callback of this run claims, not used: {', '.join(unclaimed)}. "
+                "A callback whose class or identifying arguments changed has another state_key; set its state_key "
+                "to the saved one to continue its state.")
+        if fresh:
+            logger.warning(f"Stateful callback(s) with no saved state{where}, starting fresh: {', '.join(fresh)}.")
 
     def describe_hooks(self) -> str:
         """The effective calling order of every hook (after ``setup_callbacks``)."""
@@ -435,7 +468,10 @@ class Trainer:
             if ckpt:
                 from trainbus.utils.cbstate import read_callback_states
 
+                from trainbus.utils.cbstate import state_file
+
                 self._resume_states = read_callback_states(ckpt)
+                self._resume_states_file = state_file(ckpt)
         self.sess.graph.finalize()
         logger.info("Graph Finalized.")
 
@@ -470,8 +506,8 @@ class Trainer:
             self.loop.config(steps_per_epoch, starting_epoch, max_epoch)
             self.loop._global_step = get_global_step_value()
             try:
-                if self._resume_states:
-                    self.load_callback_states(self._resume_states)
+                if self._resume_states is not None:
+                    self.load_callback_states(self._resume_states, self._resume_states_file)
                 bus.before_train(trainer=self)
                 self.loop._global_step = get_global_step_value()
                 run_step = self.run_step

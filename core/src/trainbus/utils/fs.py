@@ -10,12 +10,14 @@ from __future__ import annotations
 import errno
 import os
 import tempfile
+import threading
 import urllib.error
 import urllib.request
 from typing import Iterator
 
 __all__ = ["mkdir_p", "download", "recursive_walk", "get_dataset_path", "normpath", "DownloadError",
-           "DATASET_ENV_VARS", "atomic_write_bytes", "atomic_write_text", "fsync_dir"]
+           "DATASET_ENV_VARS", "atomic_write_bytes", "atomic_write_text", "fsync_dir", "current_umask",
+           "default_file_mode"]
 
 #: Environment variables naming the dataset directory, in the order they are consulted.
 DATASET_ENV_VARS = ("TRAINBUS_DATASET", "TENSORPACK_DATASET")
@@ -49,12 +51,41 @@ def fsync_dir(dirname: str) -> None:
         os.close(fd)
 
 
+_umask_lock = threading.Lock()
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where the system allows it (Linux reads
+    ``/proc/self/status``); elsewhere it is set and restored at once under a lock."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _umask_lock:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
+def default_file_mode() -> int:
+    """The permissions ``open(path, "w")`` gives a new file: ``0o666`` less the umask."""
+    return 0o666 & ~current_umask()
+
+
 def atomic_write_bytes(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: temporary file in the same directory, fsync, rename."""
+    """Write ``data`` to ``path`` atomically: temporary file in the same directory, fsync, rename.
+
+    The file gets the permissions a plain ``open(path, "w")`` would give it (``0o666`` less the
+    process umask), not the owner-only mode of the temporary file.
+    """
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=d)
     try:
+        os.fchmod(fd, default_file_mode())
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -70,6 +101,7 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
 
 
 def atomic_write_text(path: str, text: str) -> None:
+    """``atomic_write_bytes`` of ``text`` encoded as UTF-8."""
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
@@ -146,6 +178,7 @@ def download(url: str, dir: str, filename: str | None = None, expect_size: int |
     fd, tmp = tempfile.mkstemp(prefix="." + filename + ".", suffix=".part", dir=dir)
     size = 0
     try:
+        os.fchmod(fd, default_file_mode())
         with os.fdopen(fd, "wb") as out:
             try:
                 resp = urllib.request.urlopen(url, timeout=timeout)

@@ -342,6 +342,9 @@ class EarlyStopping(Callback):
         logger.info(f"EarlyStopping: restored the weights of the best {self.monitor_stat}={self.best:.6g} "
                     f"(step {self.best_step}).")
 
+    def _state_key_args(self) -> tuple:
+        return (self.monitor_stat,)
+
     def _state_dict(self) -> dict:
         return {"best": self.best, "best_step": self.best_step, "wait": self.wait,
                 "last_seen_step": self._last_seen_step}

@@ -409,6 +409,9 @@ class StatMonitorParamSetter(HyperParamSetter):
                     + ",".join(f"{v:.4g}" for v in values))
         return self.value_func(self.get_current_value())
 
+    def _state_key_args(self) -> tuple:
+        return (self.param.readable_name, self.stat_name)
+
     def _state_dict(self) -> dict:
         return {"history": [[s, v] for s, v in self.history]}
 

@@ -296,6 +296,7 @@ class MinSaver(Callback):
             raise ValueError(f"{type(self).__name__}: filename must be a plain file name inside checkpoint_dir, got {filename!r}")
         self.monitor_stat = monitor_stat
         self.reverse = bool(reverse)
+        self._given_filename = filename
         self.filename = filename or "{}-{}.tfmodel".format("max" if self.reverse else "min", monitor_stat)
         self._given_dir = os.fspath(checkpoint_dir) if checkpoint_dir is not None else None
         self.checkpoint_dir = _resolve_dir(self._given_dir)
@@ -366,6 +367,15 @@ class MinSaver(Callback):
         dst = os.path.join(self.checkpoint_dir, self.filename)
         _copy_checkpoint(src, dst)
         logger.info(f"Model at global_step={self.best[0]} with {self.monitor_stat}={self.best[1]:.5g} saved to {dst}.")
+
+    def _state_key_args(self) -> tuple:
+        # the statistic, plus the direction when it is not the class's own and a file name given by the user
+        args: tuple = (self.monitor_stat,)
+        if self.reverse != isinstance(self, MaxSaver):
+            args += ("max" if self.reverse else "min",)
+        if self._given_filename is not None:
+            args += (self._given_filename,)
+        return args
 
     def _state_dict(self) -> dict | None:
         if self.best is None:
