@@ -27,6 +27,8 @@ import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # same BLAS threading on both sides
+    os.environ.setdefault(_var, "1")
 
 import numpy as np  # noqa: E402
 
@@ -41,12 +43,10 @@ def cpu_bound(dp):
     return [dp[0], acc]
 
 
-def numpy_work(dp):
-    """Work that releases the GIL (numpy matrix products)."""
-    m = dp[0]
-    for _ in range(4):
-        m = np.tanh(m @ m.T * 0.01)
-    return [m, dp[1]]
+def io_work(dp):
+    """Work that releases the GIL, like reading a file: 0.5 ms of waiting, then a small array op."""
+    time.sleep(0.0005)
+    return [dp[0] + 1.0, dp[1]]
 
 
 def scale(dp):
@@ -74,9 +74,9 @@ def p_zmq_hop(D, tmp):
 
 
 def p_thread_map(D, tmp):
-    rows = [[np.random.rand(96, 96).astype("float32"), i] for i in range(2000)]
+    rows = [[np.random.rand(32, 32).astype("float32"), i] for i in range(2000)]
     ds = D.DataFromList(rows, shuffle=True)
-    return D.MultiThreadMapData(ds, 4, numpy_work, buffer_size=64), 1
+    return D.MultiThreadMapData(ds, 4, io_work, buffer_size=64), 1
 
 
 def p_process_map(D, tmp):
@@ -113,7 +113,7 @@ PIPELINES = {
     "DataFromList -> MapData -> BatchData(64)": p_list_map_batch,
     "MultiProcessRunnerZMQ(CPU-bound map, 2)": p_zmq_cpu,
     "MultiProcessRunnerZMQ(224x224x3 uint8, 1): ZMQ hop": p_zmq_hop,
-    "MultiThreadMapData(numpy map, 4)": p_thread_map,
+    "MultiThreadMapData(I/O-like map, 4)": p_thread_map,
     "MultiProcessMapData(CPU-bound map, 2)": p_process_map,
     "imgaug flip+crop+resize 32x32": p_imgaug_32,
     "imgaug flip+crop+resize 224x224": p_imgaug_224,

@@ -127,6 +127,15 @@ class _ParallelMapData(ProxyDataFlow):
             yield from self._iter_non_strict()
 
 
+class _ThreadFailure:
+    """What a worker thread puts in the output queue when ``map_func`` raised."""
+
+    __slots__ = ("idx", "exc", "tb")
+
+    def __init__(self, idx: int, exc: BaseException, tb: str) -> None:
+        self.idx, self.exc, self.tb = idx, exc, tb
+
+
 class MultiThreadMapData(_ParallelMapData):
     """``MapData`` with ``map_func`` run by ``num_thread`` threads (started by ``reset_state()``);
     see the module docstring for the order of the output. Good when ``map_func`` releases the GIL
@@ -157,10 +166,10 @@ class MultiThreadMapData(_ParallelMapData):
                     if self.stopped():
                         return
                     # a None result is passed on too: every send has exactly one receive
-                    self.queue_put_stoppable(self.outq, (0, self.func(dp)))
+                    self.queue_put_stoppable(self.outq, self.func(dp))
             except BaseException as e:  # noqa: BLE001 - handed to the consumer
                 if not self.stopped():
-                    self.queue_put_stoppable(self.outq, (1, (self.idx, e, traceback.format_exc())))
+                    self.queue_put_stoppable(self.outq, _ThreadFailure(self.idx, e, traceback.format_exc()))
             finally:
                 self.stop()
 
@@ -196,11 +205,10 @@ class MultiThreadMapData(_ParallelMapData):
         self._in_queue.put(dp)
 
     def _recv(self) -> Any:
-        kind, obj = self._out_queue.get()
-        if kind:
-            idx, exc, tb = obj
+        obj = self._out_queue.get()
+        if type(obj) is _ThreadFailure:
             self.close()
-            raise rebuild_thread_exception(exc, tb, f"thread {idx} of MultiThreadMapData") from exc
+            raise rebuild_thread_exception(obj.exc, obj.tb, f"thread {obj.idx} of MultiThreadMapData") from obj.exc
         return obj
 
     def __iter__(self) -> Iterator[Any]:
