@@ -1,0 +1,180 @@
+"""Running a run file again continues the run in its log directory (``logdir_action = "k"``):
+the newest checkpoint's weights and global step, the next epoch, the callbacks' state and the
+monitors' history; ``stats.json`` never holds two records of one step, TensorBoard shows one
+curve per tag, and no checkpoint of the earlier run is removed before a newer one exists."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from trainbus.utils import logger
+
+HERE = pathlib.Path(__file__).resolve().parent / "runfiles"
+
+pytestmark = pytest.mark.timeout(240)
+
+# a callback that stops the run after a given step, as a signal handler does (the trainer's
+# request_stop: the loop ends, after_train writes the final checkpoint)
+HELPERS = '''
+from trainbus.callbacks import Callback
+
+
+class StopAfterStep(Callback):
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def _trigger_step(self) -> None:
+        if self.trainer.global_step == self.step:
+            self.trainer.request_stop(f"stopped after step {self.step}")
+'''
+
+RUN = """
+[model]
+class = "tinyrun:LinearNet"
+args = {{ lr = 0.05 }}
+
+[data]
+function = "tinyrun:make_data"
+args = {{ n = 32, batch = 8 }}
+
+[[callbacks]]
+name = "ModelSaver"
+args = {{ max_to_keep = {keep} }}
+
+[[callbacks]]
+name = "MinSaver"
+args = {{ monitor_stat = "cost" }}
+{extra}
+[[monitors]]
+name = "JSONWriter"
+
+[[monitors]]
+name = "TFEventWriter"
+
+[train]
+steps_per_epoch = 4
+max_epoch = {epochs}
+logdir = "{logdir}"
+logdir_action = "k"
+"""
+
+STOP = """
+[[callbacks]]
+name = "PeriodicTrigger"
+args = {{ triggerable = {{ object = "runhelpers:StopAfterStep", args = {{ step = {step} }} }}, every_k_steps = 1 }}
+"""
+
+
+@pytest.fixture()
+def rundir(tmp_path):
+    (tmp_path / "tinyrun.py").write_text((HERE / "tinyrun.py").read_text())
+    (tmp_path / "runhelpers.py").write_text(HELPERS)
+    yield tmp_path
+    logger._reset_for_tests()
+
+
+def _write(rundir: pathlib.Path, epochs: int, keep: int = 2, stop_at: int | None = None) -> pathlib.Path:
+    extra = STOP.format(step=stop_at) if stop_at else ""
+    p = rundir / "run.toml"
+    p.write_text(RUN.format(keep=keep, epochs=epochs, logdir=rundir / "log", extra=extra))
+    return p
+
+
+def _train(path: pathlib.Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    r = subprocess.run([sys.executable, "-m", "trainbus", "train", str(path)], capture_output=True, text=True,
+                       cwd=path.parent, env=env, timeout=200)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return r
+
+
+def _stats(log: pathlib.Path) -> list[tuple[int, int]]:
+    return [(r["epoch_num"], r["global_step"]) for r in json.loads((log / "stats.json").read_text())]
+
+
+def _steps(log: pathlib.Path) -> list[int]:
+    return sorted(int(p.name[len("model-"):-len(".index")]) for p in log.glob("model-*.index"))
+
+
+def test_rerun_after_a_stop_mid_epoch_continues_from_its_final_checkpoint(rundir) -> None:
+    """The scenario of a SIGTERM in the middle of an epoch: the final checkpoint (step 6)
+    is where the same file, run again, continues: step 6's weights, epoch 2, MinSaver's state,
+    stats.json's history; the checkpoints that follow are newer than 6."""
+    import tensorflow as tf
+
+    log = rundir / "log"
+    first = _train(_write(rundir, epochs=3, keep=1, stop_at=6))
+    assert "stopped after step 6" in first.stdout
+    assert _steps(log) == [6]
+    w6 = tf.train.load_variable(str(log / "model-6"), "w")
+    assert _stats(log) == [(1, 4)]
+
+    again = _train(_write(rundir, epochs=3, keep=1, stop_at=6))
+    out = again.stdout
+    assert f"Restoring checkpoint from {log / 'model-6'}" in out, out[-3000:]
+    assert "Setting starting_epoch to 2" in out
+    assert "Start Epoch 1 " not in out and "Start Epoch 2 " in out
+    assert "Restored the state of callback" in out  # MinSaver's best value came back
+    # the run continued at step 7: epochs 2 and 3 end at steps 10 and 14
+    assert _stats(log) == [(1, 4), (2, 10), (3, 14)]
+    assert _steps(log) == [14]  # max_to_keep = 1: model-6 went only when a newer one existed
+    assert tf.train.load_variable(str(log / "model-14"), "global_step") == 14
+    # the weights continued from model-6 (a fresh start would have 8 steps from zero)
+    assert not (tf.train.load_variable(str(log / "model-14"), "w") == w6).all()
+    state = json.loads((log / "model-14.trainbus.json").read_text())
+    assert any("MinSaver" in k for k in state), state
+
+
+def test_rerun_from_an_older_checkpoint_leaves_no_overlapping_steps(rundir) -> None:
+    """A crash after the events and statistics of step 12 but before its checkpoint: the
+    rerun continues from model-8; stats.json and TensorBoard hold each step once, with the
+    values of the continued run."""
+    from google.protobuf import text_format
+    from tensorboard.backend.event_processing import event_accumulator as ea
+    from tensorflow.python.checkpoint.checkpoint_management import CheckpointState
+
+    log = rundir / "log"
+    _train(_write(rundir, epochs=3))
+    assert _steps(log) == [8, 12]
+    for f in log.glob("model-12.*"):
+        f.unlink()
+    state = CheckpointState(model_checkpoint_path="model-8", all_model_checkpoint_paths=["model-8"])
+    (log / "checkpoint").write_text(text_format.MessageToString(state))
+    assert _stats(log)[-1] == (3, 12)  # the lost epoch's statistics are there
+
+    again = _train(_write(rundir, epochs=4))
+    assert "Setting starting_epoch to 3" in again.stdout
+    assert _stats(log) == [(1, 4), (2, 8), (3, 12), (4, 16)]
+    events = sorted(log.glob("events.out.tfevents.*"))
+    assert len(events) == 2
+    acc = ea.EventAccumulator(str(log), size_guidance={ea.SCALARS: 0})
+    acc.Reload()
+    tags = [t for t in acc.Tags()["scalars"] if "cost" in t]
+    assert tags, acc.Tags()
+    for tag in tags:
+        steps = [e.step for e in acc.Scalars(tag)]
+        assert steps == sorted(set(steps)) and steps[-2:] == [12, 16], (tag, steps)
+        # step 12's value is the continued run's, not the lost one's
+        import tensorflow as tf
+
+        new = {e.step: v.simple_value for e in tf.compat.v1.train.summary_iterator(str(events[1]))
+               for v in e.summary.value if v.tag == tag}
+        assert acc.Scalars(tag)[-2].value == pytest.approx(new[12])
+
+
+def test_resume_false_starts_over(rundir) -> None:
+    """``resume = false`` in [train]: the same file trains from step 0 again (the choice is
+    the user's; the default is to continue)."""
+    log = rundir / "log"
+    _train(_write(rundir, epochs=1))
+    p = _write(rundir, epochs=1)
+    p.write_text(p.read_text().replace('logdir_action = "k"', 'logdir_action = "k"\nresume = false'))
+    again = _train(p)
+    assert "Restoring checkpoint" not in again.stdout and "Start Epoch 1 " in again.stdout
+    assert _stats(log) == [(1, 4)]
