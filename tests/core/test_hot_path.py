@@ -48,6 +48,34 @@ def test_fast_callable_checks_shapes_and_converts_types(graph_and_sess):
     assert fast([[1, 2, 3]])[0] == 12.0  # a list of ints is converted like Session.run does
 
 
+@pytest.mark.parametrize("bad_shape", [(2, 4), (3,), (1, 2, 3)], ids=["dim", "rank-low", "rank-high"])
+def test_fast_callable_checks_shapes_of_arrays_already_of_the_placeholder_dtype(graph_and_sess, bad_shape):
+    """A float32 array for a float32 placeholder skips the conversion; the shape check must not
+    be skipped with it (Session.run's error, and nothing is run)."""
+    g, sess, x, s, v, inc, y, z = graph_and_sess
+    fast = make_step_callable(sess, y, [], [x], inc, False)
+    with pytest.raises(ValueError, match=r"Cannot feed value of shape \(" + ", ?".join(map(str, bad_shape))
+                       + r",?\) for Tensor 'x:0', which has shape \(None, 3\)"):
+        fast(np.zeros(bad_shape, "float32"))
+    assert sess.run(v) == 0.0  # the step did not run
+    ok = np.ones((4, 3), "float32")
+    assert fast(ok)[0] == 24.0 and sess.run(v) == 1.0
+
+
+def test_fast_callable_feeds_same_dtype_array_as_is_and_others_converted(graph_and_sess):
+    """A fed array of the placeholder's dtype reaches TF unchanged; float64 and int values are
+    converted to float32 (results equal to Session.run's)."""
+    g, sess, x, s, v, inc, y, z = graph_and_sess
+    fast = make_step_callable(sess, z, [], [x], None, False)
+    f32 = np.array([[0.1, 0.2, 0.3]], "float32")
+    f64 = np.array([[0.1, 0.2, 0.3]], "float64")
+    out32, out64 = fast(f32)[0], fast(f64)[0]
+    assert out32.dtype == np.float32 and out64.dtype == np.float32
+    np.testing.assert_array_equal(out32, f32)
+    np.testing.assert_array_equal(out64, f64.astype("float32"))
+    np.testing.assert_array_equal(fast([[1, 2, 3]])[0], np.array([[1, 2, 3]], "float32"))
+
+
 def test_train_op_only_returns_none_and_increments(graph_and_sess):
     g, sess, x, s, v, inc, y, z = graph_and_sess
     with g.as_default():
@@ -113,3 +141,37 @@ def test_trigger_step_dispatch_keeps_pluggy_order_with_ambient_plugins():
     log.clear()
     pm.hook.trigger_step(trainer="T")  # pluggy itself agrees
     assert log == [("first", "T"), "a", "b", "plain-ambient"]
+
+
+def test_stop_training_from_trigger_step_finalizes_every_callback(logdir):
+    """``StopTraining`` raised by a ``_trigger_step`` (through the flat per-step dispatch) ends
+    the loop after that step: no later step, no after_epoch/trigger_epoch for the partial epoch,
+    every callback's after_train exactly once (a ModelSaver's final checkpoint at that step),
+    train() returns normally."""
+    import trainbus.callbacks as C
+    from trainbus.testing import HookRecorder, train_tiny
+    from trainbus.train import StopTraining
+
+    sink: list = []
+    before, after = HookRecorder("before", sink), HookRecorder("after", sink)
+
+    class StopAt(C.Callback):
+        def _trigger_step(self):
+            if self.global_step == 11:  # epoch 2, local step 2
+                raise StopTraining("enough")
+
+    saver = C.ModelSaver(max_to_keep=0, checkpoint_dir=str(logdir))
+    tr = train_tiny(callbacks=[before, StopAt(), after, saver], max_epoch=5, steps_per_epoch=8)
+    assert (tr.epoch_num, tr.global_step, tr.local_step) == (2, 11, 2)
+    for rec in (before, after):
+        hooks = rec.hooks()
+        assert hooks.count("after_train") == 1 and hooks[-1] == "after_train", hooks
+        assert hooks.count("trigger_epoch") == 1 and hooks.count("after_epoch") == 1  # epoch 1 only
+        assert rec.events[-1][1:3] == (2, 11)  # after_train sees the stop step
+    # the callback before the raiser saw step 11's trigger_step, the one after it did not
+    assert [e[2] for e in before.events if e[0] == "trigger_step"][-1] == 11
+    assert [e[2] for e in after.events if e[0] == "trigger_step"][-1] == 10
+    assert not [e for e in after.events if e[0] == "before_run" and e[2] > 10]  # no 12th step
+    # the saver's after_train ran with a usable session: the final checkpoint is at step 11
+    assert (logdir / "model-11.index").is_file()
+    assert tf.train.load_variable(str(logdir / "model-11"), "global_step") == 11

@@ -24,14 +24,20 @@ HVD_WORKER = HERE / "rel_hvd_worker.py"
 DIST_WORKER = HERE / "rel_dist_worker.py"
 HOROVODRUN = Path(sys.executable).with_name("horovodrun")
 #: from the signal to the last process gone (the ranks finish a step, run after_train and
-#: the chief writes a checkpoint: a few seconds; the bound proves nothing waits forever)
-STOP_LIMIT = 20.0
+#: the chief writes a checkpoint: a few seconds on a quiet machine; the bound proves nothing
+#: waits forever and leaves room for a machine whose cores are busy with other work)
+STOP_LIMIT = 90.0
+#: from the start of a job to its ranks' first step (imports, graph, session: slow under load)
+START_LIMIT = 240.0
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(120), pytest.mark.cluster]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600), pytest.mark.cluster]
 
 
 def _env(**extra: str) -> dict:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
+    # horovodrun's start timeout and Gloo's rendezvous timeout are 30 s by default: too short for
+    # two ranks importing TensorFlow on a machine whose cores are busy
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1", HOROVOD_START_TIMEOUT="240",
+               HOROVOD_GLOO_TIMEOUT_SECONDS="240")
     env.update(extra)
     return env
 
@@ -60,7 +66,7 @@ def _leftovers(marker: str) -> list[psutil.Process]:
 
 
 def _assert_nothing_left(marker: str) -> None:
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30
     left = _leftovers(marker)
     while left and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -131,7 +137,7 @@ def test_horovod_signal_to_one_rank_stops_every_rank(tmp_path, rank, sig):
     out = tmp_path / "hvd"
     job = HvdJob(out, "stop")
     try:
-        _wait_files([out / "ready_rank0", out / "ready_rank1"], 50, [job.proc])
+        _wait_files([out / "ready_rank0", out / "ready_rank1"], START_LIMIT, [job.proc])
         os.kill(job.rank_pid(rank), sig)
         t0 = time.monotonic()
         rc, log = job.wait(STOP_LIMIT + 10)
@@ -147,7 +153,7 @@ def test_horovod_signal_to_horovodrun_stops_every_rank(tmp_path):
     out = tmp_path / "hvdrun"
     job = HvdJob(out, "stop")
     try:
-        _wait_files([out / "ready_rank0", out / "ready_rank1"], 50, [job.proc])
+        _wait_files([out / "ready_rank0", out / "ready_rank1"], START_LIMIT, [job.proc])
         job.proc.send_signal(signal.SIGINT)
         t0 = time.monotonic()
         rc, log = job.wait(STOP_LIMIT + 10)
@@ -166,7 +172,7 @@ def test_horovod_signal_to_horovodrun_stops_every_rank(tmp_path):
 
 def test_horovod_request_stop_on_one_rank_stops_every_rank_after_the_same_step(tmp_path):
     out = tmp_path / "hook"
-    rc, log = HvdJob(out, "hook-stop").wait(90)
+    rc, log = HvdJob(out, "hook-stop").wait(START_LIMIT + 60)
     assert rc == 0, log[-3000:]
     e0, e1 = _read(out / "end_rank0.json"), _read(out / "end_rank1.json")
     # requested after step 7 on rank 1: agreed with step 8, every rank stops after it
@@ -179,7 +185,7 @@ def test_horovod_resume_when_only_the_chief_has_a_log_dir(tmp_path):
     out = tmp_path / "resume"
     job = HvdJob(out, "stop")
     try:
-        _wait_files([out / "ready_rank0", out / "ready_rank1"], 50, [job.proc])
+        _wait_files([out / "ready_rank0", out / "ready_rank1"], START_LIMIT, [job.proc])
         time.sleep(0.5)
         os.kill(job.rank_pid(1), signal.SIGTERM)
         rc, log = job.wait(STOP_LIMIT + 10)
@@ -192,7 +198,7 @@ def test_horovod_resume_when_only_the_chief_has_a_log_dir(tmp_path):
     epoch = step // 5 + 1  # the epoch after the last one the checkpoint completed
     for f in out.glob("*_rank*"):
         f.unlink()
-    rc, log = HvdJob(out, "resume", REL_MAX_EPOCH=str(epoch + 1)).wait(90)
+    rc, log = HvdJob(out, "resume", REL_MAX_EPOCH=str(epoch + 1)).wait(START_LIMIT + 60)
     assert rc == 0, log[-3000:]
     own0, own1 = _read(out / "own_rank0.json"), _read(out / "own_rank1.json")
     assert own0["starting_epoch"] == epoch and own1["starting_epoch"] == 1  # rank 1 alone knows nothing
@@ -228,7 +234,7 @@ def test_distributed_signal_to_one_process_stops_every_process(tmp_path, trainer
             log = open(out / f"{name}.log", "wb")
             procs[name] = subprocess.Popen([sys.executable, str(DIST_WORKER), str(out), trainer, job, str(task), *ports],
                                            stdout=log, stderr=subprocess.STDOUT, env=_env(), start_new_session=True)
-        _wait_files([out / "ready_w0", out / "ready_w1"], 50, list(procs.values()))
+        _wait_files([out / "ready_w0", out / "ready_w1"], START_LIMIT, list(procs.values()))
         os.kill(procs[target].pid, sig)
         t0 = time.monotonic()
         for p in procs.values():

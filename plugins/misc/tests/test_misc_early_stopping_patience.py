@@ -1,0 +1,42 @@
+"""EarlyStopping's patience counter: an improvement after non-improving values starts the count
+again (only consecutive non-improving values count)."""
+
+from __future__ import annotations
+
+import pytest
+
+import trainbus
+from trainbus.callbacks import CallbackFactory
+from trainbus.testing import train_tiny
+
+cbs = trainbus.callbacks
+
+
+def _put(name, values):
+    return CallbackFactory(trigger=lambda cb: cb.trainer.monitors.put_scalar(name, values[cb.epoch_num - 1]))
+
+
+def _record_wait(es, sink):
+    return CallbackFactory(trigger=lambda cb: sink.append(es.wait))
+
+
+@pytest.mark.parametrize("mode,values", [("min", [5.0, 6.0, 4.0, 7.0, 8.0, 3.0, 9.0, 9.0]),
+                                         ("max", [5.0, 4.0, 6.0, 3.0, 2.0, 7.0, 1.0, 1.0])])
+def test_improvement_resets_the_patience_counter(logdir, mode, values):
+    es = cbs.EarlyStopping("metric", patience=2, mode=mode)
+    waits: list[int] = []
+    tr = train_tiny(callbacks=[_put("metric", values), es, _record_wait(es, waits)], max_epoch=8)
+    # epoch 2 does not improve (1), epoch 3 improves (0), epochs 4 and 5 do not (1, 2): stop at 5
+    assert waits == [0, 1, 0, 1]  # the recorder after EarlyStopping does not run in the stopping trigger
+    assert es.wait == 2 and tr.epoch_num == 5 and es.stopped_epoch == 5
+    assert es.best == values[2] and es.best_step == 3 * 8
+
+
+def test_improvement_smaller_than_min_delta_does_not_reset(logdir):
+    es = cbs.EarlyStopping("loss", patience=3, min_delta=0.5)
+    waits: list[int] = []
+    # 10 best; 11 (1); 9.8 is better but not by more than 0.5 (2); 9.0 improves (0); 9.4, 9.2, 8.9 (1, 2, 3)
+    tr = train_tiny(callbacks=[_put("loss", [10.0, 11.0, 9.8, 9.0, 9.4, 9.2, 8.9, 1.0]), es,
+                               _record_wait(es, waits)], max_epoch=8)
+    assert waits == [0, 1, 2, 0, 1, 2]
+    assert tr.epoch_num == 7 and es.best == 9.0 and es.best_step == 4 * 8
