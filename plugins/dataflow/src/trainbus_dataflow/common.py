@@ -142,17 +142,19 @@ class BatchData(ProxyDataFlow):
         return div + int(self.remainder and rem > 0)
 
     def __iter__(self) -> Iterator[Any]:
-        holder: list[Any] = []
         bs = self.batch_size
         agg = self.aggregate_batch
         source = _describe(self.ds)
-        for dp in self.ds:
-            holder.append(dp)
-            if len(holder) == bs:
-                yield agg(holder, self.use_list, source)
-                holder = []
-        if self.remainder and holder:
-            yield agg(holder, self.use_list, source)
+        use_list = self.use_list
+        it = iter(self.ds)
+        take = itertools.islice
+        while True:
+            holder = list(take(it, bs))  # C-level: no Python step per datapoint
+            if len(holder) < bs:
+                if self.remainder and holder:
+                    yield agg(holder, use_list, source)
+                return
+            yield agg(holder, use_list, source)
 
     @staticmethod
     def _batch_numpy(data_list: Sequence[Any], key: Any = 0, source: str | None = None) -> np.ndarray:
