@@ -288,6 +288,16 @@ class Component:
     provider: str      # "trainbus-saver 0.1.0", "trainbus 0.1.0 (core)", "module mymodels (path)"
     line: int | None
     call: bool = True  # False for {object = "module:attr"} without args: the attribute itself
+    arg_lines: dict[str, int] = dataclasses.field(default_factory=dict)  # argument name -> its line
+
+    def problem_from(self, e: BaseException) -> Problem:
+        """A construction error as a problem: at the line of the argument the message names
+        (when it names exactly one), else at the component's line."""
+        text = str(e)
+        named = [k for k in self.arg_lines if re.search(rf"\b{re.escape(k)}\b", text)]
+        line = self.arg_lines[named[0]] if len(named) == 1 else self.line
+        where = f"{self.label}.args.{named[0]}" if len(named) == 1 else self.label
+        return Problem(line, where, f"{self.describe()} failed: {type(e).__name__}: {e}")
 
     def build(self) -> Any:
         """Call ``target`` with the (recursively built) arguments."""
@@ -330,9 +340,11 @@ _TOP_KEYS = {
     "session_init": "the session initializer: name = \"SmartInit\", args = {...}",
     "callbacks": "[[callbacks]] tables: name = \"ModelSaver\", args = {...}",
     "monitors": "[[monitors]] tables: name = \"ScalarPrinter\", args = {...}",
-    "train": "the loop options: steps_per_epoch, max_epoch, starting_epoch, logdir, logdir_action, default_callbacks",
+    "train": "the loop options: steps_per_epoch, max_epoch, starting_epoch, logdir, logdir_action, resume, "
+             "default_callbacks",
 }
-_TRAIN_KEYS = {"steps_per_epoch", "max_epoch", "starting_epoch", "logdir", "logdir_action", "default_callbacks"}
+_TRAIN_KEYS = {"steps_per_epoch", "max_epoch", "starting_epoch", "logdir", "logdir_action", "resume",
+               "default_callbacks"}
 
 
 def _close(word: str, choices: Any) -> str:
@@ -442,7 +454,8 @@ class _Checker:
                 return None
             if call and not self.check_call(path, target, table[key], args):
                 return None
-            return Component(kind, label, table[key], target, args, provider, self.line(path), call=call)
+            return Component(kind, label, table[key], target, args, provider, self.line(path), call=call,
+                             arg_lines=self.arg_lines(path, args))
         if name_key not in table:
             if kind == "trainer":
                 table = {**table, "name": "SimpleTrainer"}
@@ -468,7 +481,11 @@ class _Checker:
             return None
         if not self.check_call(path, target, name, args):
             return None
-        return Component(kind, label, name, target, args, compose.provider_of(kind, name), self.line(path))
+        return Component(kind, label, name, target, args, compose.provider_of(kind, name), self.line(path),
+                         arg_lines=self.arg_lines(path, args))
+
+    def arg_lines(self, path: Path, args: dict[str, Any]) -> dict[str, int]:
+        return {k: line for k in args if (line := self.line(path + ("args", k))) is not None}
 
     # -- the whole document
     def check(self) -> RunPlan:
@@ -503,7 +520,8 @@ class _Checker:
             lists[section] = [c for c in comps if c is not None]
         loop = self.loop_options(doc.get("train", {}))
         return RunPlan(model=model, data=data, trainer=trainer, session_init=sessinit,
-                       callbacks=lists["callbacks"] or [], monitors=lists["monitors"], loop=loop)
+                       callbacks=lists["callbacks"] or [], monitors=lists["monitors"], loop=loop,
+                       loop_lines={k: line for k in loop if (line := self.line(("train", k))) is not None})
 
     def loop_options(self, train: Any) -> dict[str, Any]:
         if not isinstance(train, dict):
@@ -518,8 +536,13 @@ class _Checker:
             v = train.get(key)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < lo):
                 self.problem(("train", key), f"{key} must be an integer >= {lo}, got {v!r}; write e.g. {key} = {max(lo, 1) * 2}")
-        if "default_callbacks" in train and not isinstance(train["default_callbacks"], bool):
-            self.problem(("train", "default_callbacks"), f"default_callbacks must be true or false, got {train['default_callbacks']!r}")
+        for key in ("default_callbacks", "resume"):
+            if key in train and not isinstance(train[key], bool):
+                self.problem(("train", key), f"{key} must be true or false, got {train[key]!r}")
+        first, last = train.get("starting_epoch", 1), train.get("max_epoch")
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in (first, last)) and last < first:
+            self.problem(("train", "max_epoch"), f"max_epoch ({last}) is smaller than starting_epoch ({first}); "
+                                                 "the run would train no epoch")
         action = train.get("logdir_action")
         if action is not None and action not in ("k", "d", "b", "n", "q"):
             self.problem(("train", "logdir_action"), f"logdir_action must be one of \"k\" (keep), \"d\" (delete), "
@@ -528,6 +551,13 @@ class _Checker:
         if logdir is not None:
             if not isinstance(logdir, str) or not logdir:
                 self.problem(("train", "logdir"), f"logdir must be a directory path string, got {logdir!r}")
+            elif os.path.exists(logdir) and not os.path.isdir(logdir):
+                self.problem(("train", "logdir"), f"the log directory {logdir} exists and is not a directory; "
+                                                  "choose another path or remove the file")
+            elif action == "q" and os.path.isdir(logdir) and any(not n.startswith(".") for n in os.listdir(logdir)):
+                self.problem(("train", "logdir_action"), f"the log directory {logdir} exists and is not empty, and "
+                                                         "logdir_action = \"q\" says to quit; use \"k\" to resume "
+                                                         "it, \"b\" to back it up or \"n\" for a new directory")
             elif action is None and os.path.isdir(logdir) and any(not n.startswith(".") for n in os.listdir(logdir)) \
                     and not (sys.stdin and sys.stdin.isatty()):
                 self.problem(("train", "logdir"), f"the log directory {logdir} exists and is not empty; add "
@@ -568,6 +598,7 @@ class RunPlan:
     monitors: list[Component] | None  # None: DEFAULT_MONITORS()
     loop: dict[str, Any]
     filename: str = "<run file>"
+    loop_lines: dict[str, int] = dataclasses.field(default_factory=dict)  # [train] key -> its line
 
     def components(self) -> Iterator[Component]:
         for c in (self.model, self.data, self.trainer, self.session_init, *self.callbacks, *(self.monitors or [])):
@@ -576,27 +607,34 @@ class RunPlan:
 
     def _build_all(self, comps: list[Component]) -> list[Any]:
         """Build components, collecting every construction error (with its line) before raising."""
-        built, problems = [], []
-        for c in comps:
-            try:
-                built.append(c.build())
-            except Exception as e:  # noqa: BLE001 - reported all at once with lines
-                problems.append(Problem(c.line, c.label, f"{c.describe()} failed: {type(e).__name__}: {e}"))
-                built.append(None)
+        built, problems = _build_collect(comps)
         if problems:
             raise RunConfigError(self.filename, problems)
         return built
 
+    def construction_problems(self, skip: list[Problem] = ()) -> list[Problem]:
+        """Build the callbacks, monitors, session initializer and model as the run would, in
+        a throwaway log directory, and return what their constructors reject (wrong types,
+        values out of range, unsorted schedules ...). Components under a place that already
+        has a problem in ``skip`` are not built. Neither the data nor the trainer is built:
+        they may be expensive or start services."""
+        bad = [p.where for p in skip]
+
+        def clean(c: Component) -> bool:
+            return not any(w == c.label or w.startswith(c.label + ".") or w.startswith(c.label + "[") for w in bad)
+
+        comps = [c for c in (*self.callbacks, *(self.monitors or []), self.session_init, self.model)
+                 if c is not None and clean(c)]
+        with _quiet_plugin_log(), _stand_in_logdir(True):
+            return _build_collect(comps)[1]
+
     def build_callbacks(self) -> tuple[list[Any], list[Any], list[Any] | None]:
         """(callbacks, extra_callbacks, monitors or None for the defaults), constructed."""
-        from trainbus.train.config import DEFAULT_CALLBACKS
-
         monitors_c = self.monitors or []
         built = self._build_all([*self.callbacks, *monitors_c])
         callbacks = built[:len(self.callbacks)]
         monitors = built[len(self.callbacks):] if self.monitors is not None else None
-        extra = DEFAULT_CALLBACKS() if self.loop.get("default_callbacks", True) else []
-        return callbacks, extra, monitors
+        return callbacks, DEFAULT_CALLBACKS_of(self.loop), monitors
 
     def describe(self, callbacks: list[Any] | None = None, extra: list[Any] | None = None,
                  monitors: list[Any] | None = None) -> str:
@@ -658,47 +696,113 @@ class RunPlan:
             return self.describe(callbacks, extra, monitors if monitors is not None else DEFAULT_MONITORS())
 
     def train(self) -> Any:
-        """Build everything (construction errors are reported all at once, with lines), then train.
-        Returns the trainer."""
+        """Build everything and check the run, reporting every problem at once (with lines);
+        then train. Nothing is deleted, moved or created in the log directory before every
+        check passed: ``logdir_action`` is carried out when training starts. With ``resume``
+        (the default) and a log directory, the run continues from the newest checkpoint there
+        (``AutoResumeTrainConfig``). Returns the trainer."""
+        from trainbus.utils import logger
+
+        problems: list[Problem] = []
+        prev_dir = logger.get_logger_dir()
+        logdir = self.loop.get("logdir")
+        if logdir:
+            # chosen now (constructors read it), acted on when training starts
+            try:
+                logger.set_logger_dir(logdir, action=self.loop.get("logdir_action"))
+            except (OSError, ValueError) as e:
+                problems.append(Problem(self.loop_lines.get("logdir_action", self.loop_lines.get("logdir")),
+                                        "train.logdir", f"{type(e).__name__}: {e}"))
+        try:
+            return self._check_and_train(problems)
+        except RunConfigError:
+            logger._drop_pending()  # nothing happened on disk; forget the chosen directory
+            logger.LOG_DIR = prev_dir
+            raise
+
+    def _check_and_train(self, problems: list[Problem]) -> Any:
         from trainbus.dataflow import is_dataflow
         from trainbus.input_source import InputSource
-        from trainbus.train.config import TrainConfig
+        from trainbus.train.config import AutoResumeTrainConfig, TrainConfig
         from trainbus.train.interface import launch_train_with_config
         from trainbus.train.model_desc import ModelDescBase
         from trainbus.train.tower import SingleCostTrainer
         from trainbus.utils import logger
 
-        if self.loop.get("logdir"):  # before the callbacks: their constructors read the log directory
-            logger.set_logger_dir(self.loop["logdir"], action=self.loop.get("logdir_action"))
-        callbacks, extra, monitors = self.build_callbacks()
         if self.model is None or self.data is None or self.trainer is None:
             raise RunConfigError(self.filename, [Problem(None, "(file)", "the plan has no model, data or trainer")])
-        comps = [self.trainer, self.model, self.data] + ([self.session_init] if self.session_init else [])
-        built = self._build_all(comps)
-        trainer, model, data = built[:3]
-        sessinit = built[3] if self.session_init else None
-        problems = []
-        if not isinstance(model, ModelDescBase):
+        n_cb = len(self.callbacks)
+        monitors_c = self.monitors or []
+        comps = [*self.callbacks, *monitors_c, self.trainer, self.model] + ([self.session_init] if self.session_init else [])
+        built, build_problems = _build_collect(comps)
+        problems += build_problems
+        callbacks, monitors = built[:n_cb], (built[n_cb:n_cb + len(monitors_c)] if self.monitors is not None else None)
+        trainer, model = built[n_cb + len(monitors_c):n_cb + len(monitors_c) + 2]
+        sessinit = built[-1] if self.session_init else None
+        if model is not None and not isinstance(model, ModelDescBase):
             problems.append(Problem(self.model.line, "model", f"{self.model.name} built {model!r}, which is not a "
                                                               "ModelDesc; name a ModelDesc subclass"))
-        if not (is_dataflow(data) or isinstance(data, InputSource)):
-            problems.append(Problem(self.data.line, "data", f"{self.data.describe()} returned {data!r}; it must "
-                                                            "return a DataFlow or an InputSource"))
-        if not isinstance(trainer, SingleCostTrainer):
+        if trainer is not None and not isinstance(trainer, SingleCostTrainer):
             problems.append(Problem(self.trainer.line, "trainer", f"{self.trainer.name} is not a single-cost trainer; "
                                                                   "a run file needs one such as SimpleTrainer"))
-        if problems:
-            raise RunConfigError(self.filename, problems)
+        if problems:  # the data may be expensive to make: only once everything else is right
+            raise RunConfigError(self.filename, sorted(problems, key=_line_order))
+        data = self._build_all([self.data])[0]
+        if not (is_dataflow(data) or isinstance(data, InputSource)):
+            raise RunConfigError(self.filename, [Problem(self.data.line, "data", f"{self.data.describe()} returned "
+                                                 f"{data!r}; it must return a DataFlow or an InputSource")])
+        extra = DEFAULT_CALLBACKS_of(self.loop)
         kw = dict(model=model, callbacks=callbacks, extra_callbacks=extra, monitors=monitors,
-                  session_init=sessinit, starting_epoch=self.loop.get("starting_epoch", 1),
+                  starting_epoch=self.loop.get("starting_epoch", 1),
                   steps_per_epoch=self.loop.get("steps_per_epoch"), max_epoch=self.loop.get("max_epoch", 99999))
         kw["data" if isinstance(data, InputSource) else "dataflow"] = data
+        if sessinit is not None:
+            kw["session_init"] = sessinit
+        resume = bool(self.loop.get("logdir")) and self.loop.get("resume", True)
         try:
-            config = TrainConfig(**kw)
+            if resume:
+                ckpt_dir = _checkpoint_dir_of(callbacks, logger.get_logger_dir())
+                config = AutoResumeTrainConfig(always_resume=True, checkpoint_dir=ckpt_dir, **kw)
+            else:
+                config = TrainConfig(**kw)
         except (TypeError, ValueError) as e:
             raise RunConfigError(self.filename, [Problem(None, "train", str(e))]) from e
         launch_train_with_config(config, trainer)
         return trainer
+
+
+def DEFAULT_CALLBACKS_of(loop: dict[str, Any]) -> list[Any]:
+    """``DEFAULT_CALLBACKS()`` unless the run file says ``default_callbacks = false``."""
+    from trainbus.train.config import DEFAULT_CALLBACKS
+
+    return DEFAULT_CALLBACKS() if loop.get("default_callbacks", True) else []
+
+
+def _checkpoint_dir_of(callbacks: list[Any], logdir: str | None) -> str | None:
+    """Where the run's checkpoints are: the directory of its first ``ModelSaver`` when that is
+    not the log directory (None: the log directory)."""
+    for cb in callbacks:
+        if type(cb).__name__ == "ModelSaver" and getattr(cb, "checkpoint_dir", None):
+            d = os.path.abspath(cb.checkpoint_dir)
+            return None if logdir and d == os.path.abspath(logdir) else d
+    return None
+
+
+def _line_order(p: Problem) -> tuple[bool, int]:
+    return (p.line is None, p.line or 0)
+
+
+def _build_collect(comps: list[Component]) -> tuple[list[Any], list[Problem]]:
+    """Build each component; ``(built or None each, problems)``."""
+    built: list[Any] = []
+    problems: list[Problem] = []
+    for c in comps:
+        try:
+            built.append(c.build())
+        except Exception as e:  # noqa: BLE001 - reported all at once with lines
+            problems.append(c.problem_from(e))
+            built.append(None)
+    return built, problems
 
 
 def _provider_of_instance(obj: Any) -> str:
@@ -774,9 +878,12 @@ def load_run_file(path: str | os.PathLike) -> RunPlan:
     checker = _Checker(doc, scan_key_lines(text), p.resolve().parent)
     plan = checker.check()
     plan.filename = fname
-    if checker.problems:
-        checker.problems.sort(key=lambda pr: (pr.line is None, pr.line or 0))
-        raise RunConfigError(fname, checker.problems)
+    problems = list(checker.problems)
+    # what the constructors reject belongs to the same report (one pass, not one per fix)
+    with _import_path(p.resolve().parent):
+        problems += plan.construction_problems(skip=problems)
+    if problems:
+        raise RunConfigError(fname, sorted(problems, key=_line_order))
     return plan
 
 

@@ -18,7 +18,10 @@ _file_counter = itertools.count()
 class TFEventWriter(MonitorBase):
     """Write summaries (``put_scalar``, ``put_image``, ``put_summary``) and events
     (``put_event``) to a TensorFlow event file, readable by TensorBoard. The graph is written
-    when the writer is set up; the file is flushed at the end of every epoch.
+    when the writer is set up; the file is flushed at the end of every epoch. A resumed run
+    (one that starts from a restored ``global_step``) writes a restart marker first, so that
+    TensorBoard shows one curve per tag, without the steps the interrupted run wrote after its
+    last checkpoint.
 
     :param logdir: the directory of the event files; ``logger.get_logger_dir()`` by default.
         Without either, the writer warns and does nothing (as in tensorpack).
@@ -77,6 +80,20 @@ class TFEventWriter(MonitorBase):
         with self.graph.as_default():
             self._writer = self._new_writer()
             self._writer.add_graph(self.graph)
+
+    def _before_train(self) -> None:
+        """A run that starts from a restored ``global_step`` (a resumed run) marks the restart
+        in its event file: TensorBoard then drops the earlier files' events after that step
+        (written by the interrupted run after its checkpoint), so each tag shows one curve
+        without overlapping steps."""
+        gs = self.trainer.global_step
+        if self._writer is None or gs <= 0:
+            return
+        from tensorflow.core.util.event_pb2 import SessionLog
+
+        self._writer.add_session_log(SessionLog(status=SessionLog.START, msg=f"resumed after global_step {gs}"),
+                                     global_step=gs + 1)
+        self._writer.flush()
 
     def process_summary(self, summary: Any) -> None:
         self._writer.add_summary(summary, self.trainer.global_step)
