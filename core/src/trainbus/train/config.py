@@ -103,23 +103,20 @@ class AutoResumeTrainConfig(TrainConfig):
     latest checkpoint found there (``session_init``) and continues after the last epoch of
     its ``stats.json`` (``starting_epoch``).
 
+    Only a checkpoint that reads completely is resumed from: a damaged newest checkpoint (index,
+    data or callback-state file missing, truncated or failing its checksum, or a damaged
+    ``checkpoint`` list) is skipped with a warning naming the file and the problem, and the newest
+    intact one is used instead; the log says which. When no checkpoint of the directory reads
+    completely, ``DamagedCheckpointError`` lists them all.
+
     :param always_resume: resume even when ``session_init``/``starting_epoch`` are given.
     :param checkpoint_dir: where to look for checkpoints (default: the log directory).
     """
 
     def __init__(self, always_resume: bool = True, *, checkpoint_dir: str | None = None, **kwargs: Any) -> None:
         self._checkpoint_dir = checkpoint_dir
-        if logger.pending_logger_dir_action() in ("d", "b"):
-            # the log directory will be emptied when training starts: what it holds now is
-            # not this run's to resume from
-            logger.info(f"The log directory {logger.get_logger_dir()} will be emptied "
-                        f"(action {logger.pending_logger_dir_action()!r}); not resuming from its content.")
-            stats_epoch, ckpt, ckpt_epoch = None, None, None
-            if checkpoint_dir is not None:
-                ckpt, ckpt_epoch = self._pick_resume_checkpoint(checkpoint_dir, None, _steps_hint(kwargs))
-        else:
-            stats_epoch = self.get_resume_epoch()
-            ckpt, ckpt_epoch = self._pick_resume_checkpoint(checkpoint_dir, stats_epoch, _steps_hint(kwargs))
+        stats_epoch = self.get_resume_epoch()
+        ckpt, ckpt_epoch = self._pick_resume_checkpoint(checkpoint_dir, stats_epoch, _steps_hint(kwargs))
         if ckpt is not None and (always_resume or "session_init" not in kwargs):
             from trainbus.tfutils import sessinit
 
@@ -140,13 +137,12 @@ class AutoResumeTrainConfig(TrainConfig):
 
     @staticmethod
     def get_sessinit_resume(dir: str | None = None) -> Any:
-        """A ``SaverRestore`` of the latest checkpoint in ``dir`` (default: the log dir), or None."""
-        import tensorflow as tf
-
+        """A ``SaverRestore`` of the newest checkpoint in ``dir`` (default: the log dir) that reads
+        completely, or None if there is no checkpoint."""
         dir = dir or logger.get_logger_dir()
         if dir is None:
             return None
-        path = tf.train.latest_checkpoint(dir)
+        path, _ = AutoResumeTrainConfig._pick_resume_checkpoint(dir, None, None)
         if path is None:
             return None
         from trainbus.tfutils import sessinit
@@ -154,47 +150,89 @@ class AutoResumeTrainConfig(TrainConfig):
         return sessinit.SaverRestore(path)
 
     @staticmethod
+    def _resume_candidates(dir: str) -> list[str]:
+        """Checkpoint prefixes of ``dir`` to try, newest first: those of its ``checkpoint`` list,
+        or, when the list is missing or damaged, every ``<name>-<step>.index`` file by step."""
+        import glob
+
+        from trainbus.utils.cbstate import DamagedCheckpointError, checkpoint_step, read_checkpoint_list
+
+        try:
+            listed = read_checkpoint_list(dir)
+        except DamagedCheckpointError as e:
+            logger.warning(f"{e} Looking for checkpoints by their file names instead.")
+            listed = None
+        if listed is not None:
+            return list(reversed(listed))
+        found = [f[:-len(".index")] for f in glob.glob(os.path.join(glob.escape(dir), "*-*.index"))]
+        found = [p for p in found if checkpoint_step(p) is not None]
+        return sorted(found, key=lambda p: (checkpoint_step(p), p), reverse=True)
+
+    @staticmethod
     def _pick_resume_checkpoint(dir: str | None, stats_epoch: int | None,
                                 steps_per_epoch: int | None) -> tuple[str | None, int | None]:
         """``(checkpoint prefix, last epoch it completed)`` to resume from.
 
-        A process killed between writing an epoch's checkpoint and its ``stats.json`` record
-        leaves the newest checkpoint one epoch ahead of ``stats.json``; then the newest kept
-        checkpoint that ``stats.json`` covers is chosen, so weights, ``global_step``,
+        Checkpoints are tried newest first; one that does not read completely is skipped with a
+        warning. A process killed between writing an epoch's checkpoint and its ``stats.json``
+        record leaves the newest checkpoint one epoch ahead of ``stats.json``; then the newest
+        intact checkpoint that ``stats.json`` covers is chosen, so weights, ``global_step``,
         ``starting_epoch`` and the statistics agree (the lost epoch is trained again).
         """
         import tensorflow as tf
 
+        from trainbus.tfutils import sessinit
+        from trainbus.utils.cbstate import DamagedCheckpointError
+
         dir = dir or logger.get_logger_dir()
-        if dir is None:
+        if dir is None or not os.path.isdir(dir):
             return None, None
-        latest = tf.train.latest_checkpoint(dir)
-        if latest is None:
+        candidates = AutoResumeTrainConfig._resume_candidates(dir)
+        if not candidates:
             return None, None
-        state = tf.train.get_checkpoint_state(dir)
-        paths = [p if os.path.isabs(p) else os.path.join(dir, p) for p in (state.all_model_checkpoint_paths or [])]
-        paths = [p for p in paths if os.path.isfile(p + ".index")] or [latest]
-        if not steps_per_epoch:
-            return latest, None
 
         def completed_epoch(prefix: str) -> int | None:
+            if not steps_per_epoch:
+                return None
             try:
                 step = int(tf.train.load_checkpoint(prefix).get_tensor("global_step"))
             except Exception:  # noqa: BLE001 - no global_step saved: cannot tell
                 return None
             return step // steps_per_epoch
 
-        newest = paths[-1] if latest not in paths else latest
-        newest_epoch = completed_epoch(newest)
-        if stats_epoch is None or newest_epoch is None or newest_epoch <= stats_epoch:
-            return newest, newest_epoch
-        for prefix in reversed(paths[:-1] if paths[-1] == newest else paths):
+        damaged: list[tuple[str, BaseException]] = []
+        newest: tuple[str, int | None] | None = None
+        chosen: tuple[str, int | None] | None = None
+        for prefix in candidates:
+            try:
+                sessinit.SaverRestore(prefix).verify()
+            except (DamagedCheckpointError, FileNotFoundError) as e:
+                logger.warning(f"Not resuming from {prefix}: {e}")
+                damaged.append((prefix, e))
+                continue
             ep = completed_epoch(prefix)
-            if ep is not None and ep <= stats_epoch:
-                logger.warning(f"The newest checkpoint {newest} is ahead of stats.json (epoch {newest_epoch} > "
-                               f"{stats_epoch}); resuming from {prefix} so that both agree.")
-                return prefix, ep
-        return newest, newest_epoch
+            if newest is None:
+                newest = (prefix, ep)
+            if stats_epoch is None or ep is None or ep <= stats_epoch:
+                chosen = (prefix, ep)
+                break
+        if newest is None:
+            listing = "; ".join(f"{os.path.basename(p)}: {getattr(e, 'problem', None) or e}" for p, e in damaged)
+            first = damaged[0][1]
+            raise DamagedCheckpointError(
+                dir, getattr(first, "file", dir), f"(and every other checkpoint of the directory) does not read "
+                f"completely: {listing}",
+                "Restore the files from a backup, or move the damaged checkpoints (and the 'checkpoint' list) away "
+                "to start training afresh in this directory")
+        if chosen is None:
+            chosen = newest
+        elif chosen != newest:
+            logger.warning(f"The newest intact checkpoint {newest[0]} is ahead of stats.json (epoch {newest[1]} > "
+                           f"{stats_epoch}); resuming from {chosen[0]} so that both agree.")
+        if damaged:
+            logger.warning(f"Resuming from {chosen[0]}, the newest checkpoint that reads completely; skipped the "
+                           f"damaged: {', '.join(os.path.basename(p) for p, _ in damaged)}.")
+        return chosen
 
     @staticmethod
     def get_resume_epoch(dir: str | None = None) -> int | None:

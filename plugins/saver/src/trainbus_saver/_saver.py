@@ -189,6 +189,7 @@ class ModelSaver(Callback):
     def _save(self) -> str | None:
         tf = _tf.tf()
         step = self.global_step
+        before = (list(self._ckpts), self._last_preserved, self._next_keep_time)
         try:
             path = self.saver.save(self.trainer.sess, self.path, global_step=step, write_meta_graph=False,
                                    write_state=False)
@@ -198,14 +199,27 @@ class ModelSaver(Callback):
             write_callback_states(path, self.trainer.callback_states())
             to_delete = self._record(path)
             self._write_state(path)
-            for old in to_delete:
-                for f in _checkpoint_files(old) + [old + STATE_SUFFIX]:
-                    _remove(f)
         except (OSError, tf.errors.PermissionDeniedError, tf.errors.ResourceExhaustedError, tf.errors.NotFoundError,
                 tf.errors.UnavailableError) as e:
             # a full or flaky disk must not kill a long training; the state file still names good checkpoints
-            logger.error(f"ModelSaver: saving the checkpoint at global_step {step} failed: {type(e).__name__}: {e}")
+            self._ckpts, self._last_preserved, self._next_keep_time = before
+            target = f"{self.path}-{step}"
+            if all(p != target for p, _ in self._ckpts):  # a partial new checkpoint: never leave it looking usable
+                for f in _checkpoint_files(target) + [target + STATE_SUFFIX]:
+                    _remove(f)
+            kept = (f"the checkpoint list still names {os.path.basename(self._ckpts[-1][0])} as the latest, which "
+                    "stays usable" if self._ckpts else "no earlier checkpoint of this run exists yet")
+            reason = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            logger.error(f"ModelSaver: saving the checkpoint at global_step {step} to {self.checkpoint_dir} failed "
+                         f"({type(e).__name__}: {reason}); its partial files were removed and {kept}. Free space "
+                         "on that disk (or fix its permissions); training goes on and the next save tries again.")
             return None
+        for old in to_delete:
+            try:
+                for f in _checkpoint_files(old) + [old + STATE_SUFFIX]:
+                    _remove(f)
+            except OSError as e:
+                logger.warning(f"ModelSaver: could not delete the old checkpoint {old}: {e}")
         self._last_saved_step = step
         logger.info(f"Model saved to {path}.")
         return path

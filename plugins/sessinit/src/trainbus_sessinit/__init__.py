@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from trainbus_sessinit._restore import DictRestore, SaverRestore, SaverRestoreRelaxed
 from trainbus_sessinit._smart import SmartInit
+from trainbus_sessinit._verify import DamagedCheckpointError, verify_checkpoint
 
-__all__ = ["SaverRestore", "SaverRestoreRelaxed", "DictRestore", "SmartInit", "get_model_loader"]
+__all__ = ["SaverRestore", "SaverRestoreRelaxed", "DictRestore", "SmartInit", "get_model_loader",
+           "DamagedCheckpointError", "verify_checkpoint"]
 
 #: tensorpack's older name for :func:`SmartInit`
 get_model_loader = SmartInit

@@ -10,12 +10,14 @@ import tensorflow as tf
 
 from trainbus.tfutils.common import get_op_tensor_name
 from trainbus.tfutils.sessinit import SessionInit
-from trainbus.tfutils.varmanip import SessionUpdate, get_checkpoint_path, is_training_name
+from trainbus.tfutils.varmanip import SessionUpdate, is_training_name
 from trainbus.utils import logger
+from trainbus.utils.cbstate import DamagedCheckpointError
+from trainbus_sessinit._verify import explain_restore_error, resolve_checkpoint, verify_checkpoint
 
 tf1 = tf.compat.v1
 
-__all__ = ["SaverRestore", "SaverRestoreRelaxed", "DictRestore"]
+__all__ = ["SaverRestore", "SaverRestoreRelaxed", "DictRestore", "DamagedCheckpointError"]
 
 
 def _graph_variables() -> dict[str, Any]:
@@ -43,12 +45,16 @@ class SaverRestore(SessionInit):
 
     ``self.path`` and ``self.checkpoint_path`` hold the resolved checkpoint prefix; the trainer
     restores the callbacks' state saved next to it.
+
+    A damaged checkpoint (index, data shard or callback-state file missing, truncated or failing
+    its checksum; a ``checkpoint`` list naming a missing checkpoint) raises one
+    ``DamagedCheckpointError`` naming the file and what is wrong, before or while restoring.
     """
 
     def __init__(self, model_path: str, prefix: str | None = None, ignore: Iterable[str] = ()) -> None:
         if not isinstance(model_path, (str, os.PathLike)):
             raise TypeError(f"{type(self).__name__}(model_path=...) needs a path, got {model_path!r}")
-        self.path = get_checkpoint_path(os.fspath(model_path))
+        self.path = resolve_checkpoint(os.fspath(model_path))
         self.checkpoint_path = self.path
         if prefix is not None and not isinstance(prefix, str):
             raise TypeError(f"{type(self).__name__}(prefix=...) needs a string, got {prefix!r}")
@@ -60,6 +66,24 @@ class SaverRestore(SessionInit):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.path!r})"
+
+    def verify(self, read_data: bool = True) -> None:
+        """Raise ``DamagedCheckpointError`` unless the checkpoint reads completely (every tensor,
+        with its checksum, and the callback-state file); ``read_data=False`` checks only the
+        index and that every data file is there."""
+        verify_checkpoint(self.path, read_data=read_data)
+
+    def _damaged(self, e: BaseException) -> BaseException | None:
+        """The error to raise for a restore that failed with ``e``: a ``DamagedCheckpointError`` if
+        the files are damaged (found by reading them all), else None (``e`` stands)."""
+        err = explain_restore_error(self.path, e)
+        if err is not None:
+            return err
+        try:
+            self.verify()
+        except DamagedCheckpointError as found:
+            return found
+        return None
 
     def _ckpt_name_of(self, var_name: str) -> str | None:
         if not self.prefix:
@@ -94,6 +118,7 @@ class SaverRestore(SessionInit):
         return reader, pairs
 
     def _setup_graph(self) -> None:
+        self.verify(read_data=False)  # a damaged index or a missing file: one clear error before any graph work
         reader, pairs = self._match_vars()
         shapes = reader.get_variable_to_shape_map()
         dtypes = reader.get_variable_to_dtype_map()
@@ -118,7 +143,13 @@ class SaverRestore(SessionInit):
     def _run_init(self, sess: Any) -> None:
         logger.info(f"Restoring checkpoint from {self.path} ...")
         if self._saver is not None:
-            self._saver.restore(sess, self.path)
+            try:
+                self._saver.restore(sess, self.path)
+            except Exception as e:  # noqa: BLE001 - reported as what is damaged when it is the files
+                err = self._damaged(e)
+                if err is None:
+                    raise
+                raise err from None
 
 
 class SaverRestoreRelaxed(SaverRestore):
@@ -128,14 +159,21 @@ class SaverRestoreRelaxed(SaverRestore):
     through the variables' initializers)."""
 
     def _setup_graph(self) -> None:
-        pass  # no ops: everything happens in _run_init
+        self.verify(read_data=False)  # no ops: everything else happens in _run_init
 
     def _run_init(self, sess: Any) -> None:
         logger.info(f"Restoring checkpoint (relaxed) from {self.path} ...")
         with sess.graph.as_default():
             reader, pairs = self._match_vars()
+        try:
+            values = {v.op.name: reader.get_tensor(c) for c, v in pairs}
+        except Exception as e:  # noqa: BLE001 - reported as what is damaged when it is the files
+            err = self._damaged(e)
+            if err is None:
+                raise
+            raise err from None
         upd = SessionUpdate(sess, [v for _, v in pairs], ignore_mismatch=True)
-        upd.update({v.op.name: reader.get_tensor(c) for c, v in pairs})
+        upd.update(values)
 
 
 class DictRestore(SessionInit):

@@ -1,0 +1,256 @@
+"""Damaged checkpoints: every restore path reports one ``DamagedCheckpointError`` naming the file and
+what is wrong with it; ``AutoResumeTrainConfig`` falls back to the newest checkpoint that reads
+completely and says so; a failed save (disk full) leaves the previous checkpoint usable."""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import trainbus
+from trainbus.testing import TinyModel, tiny_dataflow, train_tiny
+from trainbus.tfutils.sessinit import SaverRestore, SaverRestoreRelaxed, SmartInit, get_model_loader
+from trainbus.utils import logger
+from trainbus.utils.cbstate import DamagedCheckpointError
+from trainbus.utils.stats import CorruptStatsError
+
+cbs = trainbus.callbacks
+DATA = ".data-00000-of-00001"
+
+
+class Counter(trainbus.callbacks.Callback):
+    """Counts steps; its count is saved with every checkpoint."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+
+    def _trigger_step(self) -> None:
+        self.steps += 1
+
+    def _state_dict(self) -> dict:
+        return {"steps": self.steps}
+
+    def _load_state_dict(self, state: dict) -> None:
+        self.steps = int(state["steps"])
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory):
+    """A directory with the checkpoints model-8, model-16 and model-24 of a 3-epoch run."""
+    d = tmp_path_factory.mktemp("pristine")
+    train_tiny(callbacks=[Counter(), cbs.ModelSaver(max_to_keep=3, checkpoint_dir=str(d))], max_epoch=3)
+    assert sorted(f for f in os.listdir(d) if f.endswith(".index")) == ["model-16.index", "model-24.index",
+                                                                       "model-8.index"]
+    return d
+
+
+@pytest.fixture()
+def ckdir(pristine, tmp_path):
+    d = tmp_path / "ck"
+    shutil.copytree(pristine, d)
+    return d
+
+
+def truncate(path, keep=0.5):
+    size = os.path.getsize(path)
+    with open(path, "r+b") as f:
+        f.truncate(int(size * keep))
+
+
+def flip_byte(path):
+    data = bytearray(open(path, "rb").read())
+    data[len(data) // 2] ^= 0xFF
+    open(path, "wb").write(bytes(data))
+
+
+# each: how to damage model-24 (or the list), the damaged file, words of the problem
+DAMAGES = {
+    "index truncated": (lambda d: truncate(d / "model-24.index"), "model-24.index", "is truncated"),
+    "index emptied": (lambda d: truncate(d / "model-24.index", 0), "model-24.index", "is empty (truncated)"),
+    "index missing": (lambda d: os.remove(d / "model-24.index"), "model-24.index", "is missing"),
+    "data truncated": (lambda d: truncate(d / f"model-24{DATA}"), f"model-24{DATA}", "is truncated"),
+    "data checksum": (lambda d: flip_byte(d / f"model-24{DATA}"), f"model-24{DATA}", "fails its checksum"),
+    "data missing": (lambda d: os.remove(d / f"model-24{DATA}"), f"model-24{DATA}", "is missing"),
+    "state file truncated": (lambda d: truncate(d / "model-24.trainbus.json"), "model-24.trainbus.json",
+                             "is truncated or not valid JSON"),
+    "state file emptied": (lambda d: truncate(d / "model-24.trainbus.json", 0), "model-24.trainbus.json",
+                           "is empty (truncated)"),
+}
+
+
+def _restore(init):
+    return train_tiny(max_epoch=4, starting_epoch=4, session_init=init)
+
+
+def _assert_clear(err, file, problem):
+    msg = str(err)
+    assert file in msg and problem in msg, msg
+    assert "checkpoint" in msg and ("Resume from an older checkpoint" in msg or "backup" in msg), msg
+    assert "\n" not in msg  # one line, not TensorFlow's trace
+    assert err.__cause__ is None and err.__suppress_context__ or err.__context__ is None
+
+
+@pytest.mark.parametrize("kind", sorted(DAMAGES))
+def test_saver_restore_names_the_damaged_file_and_the_problem(ckdir, kind):
+    damage, file, problem = DAMAGES[kind]
+    damage(ckdir)
+    with pytest.raises(DamagedCheckpointError) as info:
+        _restore(SaverRestore(str(ckdir / "model-24")))
+    _assert_clear(info.value, file, problem)
+    assert info.value.file.endswith(file) and info.value.checkpoint == str(ckdir / "model-24")
+
+
+@pytest.mark.parametrize("kind", ["data checksum", "data truncated", "index truncated", "state file truncated"])
+@pytest.mark.parametrize("loader", ["SaverRestoreRelaxed", "SmartInit", "get_model_loader", "SmartInit-dir"])
+def test_every_restore_helper_reports_the_same_error(ckdir, kind, loader):
+    damage, file, problem = DAMAGES[kind]
+    damage(ckdir)
+    with pytest.raises(DamagedCheckpointError) as info:
+        if loader == "SaverRestoreRelaxed":
+            _restore(SaverRestoreRelaxed(str(ckdir / "model-24")))
+        elif loader == "SmartInit":
+            _restore(SmartInit(str(ckdir / "model-24"), ignore_mismatch=True))
+        elif loader == "get_model_loader":
+            _restore(get_model_loader(str(ckdir / f"model-24{DATA}")))
+        else:
+            _restore(SmartInit(str(ckdir)))  # the directory's latest checkpoint
+    _assert_clear(info.value, file, problem)
+
+
+def test_damaged_checkpoint_list(ckdir):
+    truncate(ckdir / "checkpoint", 0.3)
+    with pytest.raises(DamagedCheckpointError, match=r"checkpoint is truncated or not a checkpoint list"):
+        SmartInit(str(ckdir))
+    (ckdir / "checkpoint").write_text('model_checkpoint_path: "model-99"\nall_model_checkpoint_paths: "model-99"\n')
+    with pytest.raises(DamagedCheckpointError) as info:
+        SaverRestore(str(ckdir / "checkpoint"))
+    assert "names model-99 as the latest checkpoint" in str(info.value)
+    assert str(ckdir / "model-99.index") in str(info.value)
+    # an explicit intact prefix still restores
+    tr = _restore(SaverRestore(str(ckdir / "model-16")))
+    assert tr.global_step == 16 + 8
+
+
+def test_truncated_graph_meta_file_does_not_matter(ckdir):
+    for f in os.listdir(ckdir):
+        if f.endswith(".meta"):
+            truncate(ckdir / f, 0.1)
+    assert _restore(SaverRestore(str(ckdir))).global_step == 32
+
+
+# ---------------------------------------------------------------------------------- AutoResumeTrainConfig
+def _auto_resume(d, max_epoch=4, restored=None):
+    logger.set_logger_dir(str(d), action="k")
+    counter = Counter()
+
+    def grab(cb):  # the weights right after the restore
+        if restored is not None:
+            variables = cb.graph.get_collection("variables")
+            restored.update(zip((v.op.name for v in variables), cb.trainer.sess.run(variables)))
+
+    cfg = trainbus.AutoResumeTrainConfig(model=TinyModel(), dataflow=tiny_dataflow(), max_epoch=max_epoch,
+                                         callbacks=[counter, trainbus.callbacks.CallbackFactory(before_train=grab)],
+                                         extra_callbacks=[], monitors=[])
+    trainer = trainbus.SimpleTrainer()
+    trainbus.launch_train_with_config(cfg, trainer)
+    return cfg, trainer, counter
+
+
+def _weights(prefix):
+    import tensorflow as tf
+
+    r = tf.train.load_checkpoint(prefix)
+    return {n: r.get_tensor(n) for n in sorted(r.get_variable_to_shape_map())}
+
+
+@pytest.mark.parametrize("kind", ["data checksum", "data truncated", "index missing", "state file truncated"])
+def test_auto_resume_falls_back_to_the_newest_intact_checkpoint(ckdir, kind, tb_log):
+    damage, file, problem = DAMAGES[kind]
+    damage(ckdir)
+    at_16 = _weights(str(ckdir / "model-16"))
+    restored = {}
+    cfg, trainer, counter = _auto_resume(ckdir, restored=restored)
+    assert cfg.starting_epoch == 3 and cfg.session_init.path == str(ckdir / "model-16")
+    assert trainer.global_step == 32 and counter.steps == 16 + 16  # resumed at step 16 with its state
+    warnings = [r.getMessage() for r in tb_log if r.levelno == logging.WARNING]
+    assert any(file in w and problem in w and "Not resuming from" in w for w in warnings), warnings
+    assert sum(f"Resuming from {ckdir / 'model-16'}, the newest checkpoint that reads completely" in w
+               for w in warnings) == 1
+    assert sorted(restored) == sorted(at_16)
+    for name, value in at_16.items():  # the weights are model-16's
+        np.testing.assert_array_equal(restored[name], value, err_msg=name)
+
+
+def test_auto_resume_with_a_damaged_list_finds_checkpoints_by_name(ckdir, tb_log):
+    truncate(ckdir / "checkpoint", 0.3)
+    cfg, trainer, _ = _auto_resume(ckdir)
+    assert cfg.session_init.path == str(ckdir / "model-24") and trainer.global_step == 32
+    assert any("Looking for checkpoints by their file names" in r.getMessage() for r in tb_log)
+
+
+def test_auto_resume_skips_a_listed_checkpoint_that_is_gone(ckdir):
+    (ckdir / "checkpoint").write_text('model_checkpoint_path: "model-99"\nall_model_checkpoint_paths: "model-16"\n'
+                                      'all_model_checkpoint_paths: "model-99"\n')
+    cfg, trainer, _ = _auto_resume(ckdir)
+    assert cfg.session_init.path == str(ckdir / "model-16") and trainer.global_step == 32
+
+
+def test_auto_resume_when_no_checkpoint_reads_completely(ckdir):
+    for step in (8, 16, 24):
+        flip_byte(ckdir / f"model-{step}{DATA}")
+    before = sorted(os.listdir(ckdir))
+    with pytest.raises(DamagedCheckpointError) as info:
+        _auto_resume(ckdir)
+    msg = str(info.value)
+    assert all(f"model-{s}: fails its checksum" in msg for s in (8, 16, 24)), msg
+    assert "start training afresh" in msg
+    assert sorted(os.listdir(ckdir)) == before  # nothing written or removed
+
+
+def test_auto_resume_with_a_truncated_stats_file_names_it(ckdir):
+    (ckdir / "stats.json").write_text(json.dumps([{"epoch_num": 1, "global_step": 8}])[:20])
+    with pytest.raises(CorruptStatsError, match=r"stats\.json is not valid JSON.*move it away"):
+        _auto_resume(ckdir)
+
+
+# ---------------------------------------------------------------------------------- disk full while saving
+def test_disk_full_while_saving_keeps_the_previous_checkpoint(tmp_path, monkeypatch, tb_log):
+    import trainbus_saver._saver as saver_mod
+
+    real_fsync = saver_mod._fsync_file
+
+    def full_disk(path):
+        if "model-16" in path:  # the second checkpoint: its data file was cut short, then the disk was full
+            if path.endswith(DATA):
+                truncate(path, 0.5)
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+        real_fsync(path)
+
+    monkeypatch.setattr(saver_mod, "_fsync_file", full_disk)
+    d = tmp_path / "ck"
+    seen = {}
+
+    def after_epoch_2(cb):
+        if cb.epoch_num == 2:
+            seen["files"] = sorted(os.listdir(d))
+            seen["list"] = (d / "checkpoint").read_text()
+
+    train_tiny(callbacks=[cbs.ModelSaver(checkpoint_dir=str(d)),
+                          trainbus.callbacks.CallbackFactory(trigger=after_epoch_2)], max_epoch=3)
+    assert not any(f.startswith("model-16") for f in seen["files"]), seen["files"]
+    assert 'model_checkpoint_path: "model-8"' in seen["list"]
+    errors = [r.getMessage() for r in tb_log if r.levelno == logging.ERROR]
+    assert len(errors) == 1, errors
+    assert "global_step 16" in errors[0] and "No space left on device" in errors[0]
+    assert "names model-8 as the latest, which stays usable" in errors[0]
+    SaverRestore(str(d / "model-8")).verify()
+    # the next save worked and the list names both intact checkpoints
+    text = (d / "checkpoint").read_text()
+    assert 'model_checkpoint_path: "model-24"' in text and '"model-8"' in text and "model-16" not in text
+    SaverRestore(str(d)).verify()
