@@ -168,13 +168,23 @@ def test_rerun_from_an_older_checkpoint_leaves_no_overlapping_steps(rundir) -> N
         assert acc.Scalars(tag)[-2].value == pytest.approx(new[12])
 
 
-def test_resume_false_starts_over(rundir) -> None:
+def test_resume_false_starts_over(rundir, monkeypatch) -> None:
     """``resume = false`` in [train]: the same file trains from step 0 again (the choice is
-    the user's; the default is to continue)."""
+    the user's; the default is to continue). In process, through ``train_from_file``."""
+    from trainbus.config_file import train_from_file
+
+    monkeypatch.chdir(rundir)
     log = rundir / "log"
-    _train(_write(rundir, epochs=1))
     p = _write(rundir, epochs=1)
+    train_from_file(p)
+    assert _stats(log) == [(1, 4)] and _steps(log) == [4]
     p.write_text(p.read_text().replace('logdir_action = "k"', 'logdir_action = "k"\nresume = false'))
-    again = _train(p)
-    assert "Restoring checkpoint" not in again.stdout and "Start Epoch 1 " in again.stdout
-    assert _stats(log) == [(1, 4)]
+    train_from_file(p)
+    text = (log / "log.log").read_text()
+    assert "Restoring checkpoint" not in text and "Start Epoch 1 " in text
+    assert _stats(log) == [(1, 4)] and _steps(log) == [4]
+    # and the default (resume = true) continues, in process as well
+    p.write_text(p.read_text().replace("resume = false", "").replace("max_epoch = 1", "max_epoch = 2"))
+    train_from_file(p)
+    assert "Setting starting_epoch to 2" in (log / "log.log").read_text()
+    assert _stats(log) == [(1, 4), (2, 8)] and _steps(log) == [4, 8]

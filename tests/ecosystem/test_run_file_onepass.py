@@ -1,0 +1,139 @@
+"""A run file's mistakes are reported in ONE pass: what the checker sees (names, signatures,
+loop options) and what the constructors reject (wrong types, values out of range, unsorted
+schedules), each with the line of the argument at fault."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from trainbus.config_file import RunConfigError, load_run_file
+
+HERE = pathlib.Path(__file__).resolve().parent / "runfiles"
+
+FOUR = """\
+[model]
+class = "tinyrun:LinearNet"
+
+[data]
+function = "tinyrun:make_data"
+
+[[callbacks]]
+name = "ModelSaver"
+args = { max_to_keep = "x" }
+
+[[callbacks]]
+name = "PeriodicTrigger"
+args = { triggerable = { callback = "ModelSaver" }, every_k_steps = -1 }
+
+[[callbacks]]
+name = "ScheduledHyperParamSetter"
+args = { param = "learning_rate", schedule = [[3, 0.01], [1, 0.1]] }
+
+[train]
+max_epoch = "two"
+steps_per_epoch = 4
+"""
+
+
+@pytest.fixture()
+def rundir(tmp_path, monkeypatch):
+    (tmp_path / "tinyrun.py").write_text((HERE / "tinyrun.py").read_text())
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _problems(path: pathlib.Path) -> list:
+    with pytest.raises(RunConfigError) as err:
+        load_run_file(path)
+    return err.value.problems
+
+
+def _line(path: pathlib.Path, needle: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if needle in line)
+
+
+def test_a_type_error_and_three_constructor_mistakes_in_one_report(rundir) -> None:
+    p = rundir / "four.toml"
+    p.write_text(FOUR)
+    problems = _problems(p)
+    got = [(pr.line, pr.where) for pr in problems]
+    assert got == [(_line(p, 'max_to_keep = "x"'), "callbacks[0].args.max_to_keep"),
+                   (_line(p, "every_k_steps = -1"), "callbacks[1].args.every_k_steps"),
+                   (_line(p, "schedule = "), "callbacks[2].args.schedule"),
+                   (_line(p, 'max_epoch = "two"'), "train.max_epoch")], got
+    msgs = [pr.message for pr in problems]
+    assert "max_to_keep must be an integer" in msgs[0] and "got 'x'" in msgs[0]
+    assert "every_k_steps must be a positive integer" in msgs[1]
+    assert "strictly increasing" in msgs[2]
+    assert "max_epoch must be an integer >= 1, got 'two'" in msgs[3]
+
+
+def test_fixing_the_reported_mistakes_leaves_none(rundir) -> None:
+    p = rundir / "four.toml"
+    p.write_text(FOUR.replace('"x"', "2").replace("-1", "5").replace("[[3, 0.01], [1, 0.1]]", "[[1, 0.1], [3, 0.01]]")
+                 .replace('"two"', "2"))
+    plan = load_run_file(p)
+    assert [c.name for c in plan.callbacks] == ["ModelSaver", "PeriodicTrigger", "ScheduledHyperParamSetter"]
+
+
+def test_checker_and_constructor_problems_together_without_follow_up_noise(rundir) -> None:
+    """An unknown name inside a nested component is reported once: its parent is not built
+    (no second, confusing error about a missing argument)."""
+    p = rundir / "mixed.toml"
+    p.write_text(
+        '[model]\nclass = "tinyrun:LinearNet"\n'
+        '[data]\nfunction = "tinyrun:make_data"\n'
+        '[[callbacks]]\nname = "PeriodicTrigger"\n'
+        'args = { triggerable = { callback = "ModelSavr" }, every_k_steps = 2 }\n'
+        '[[callbacks]]\nname = "ModelSaver"\n'
+        'args = { keep_checkpoint_every_n_hours = -3 }\n'
+        '[[monitors]]\nname = "TFEventWriter"\n'
+        'args = { max_queue = 0 }\n'
+        '[train]\nstarting_epoch = 5\nmax_epoch = 3\nresume = "yes"\n')
+    problems = _problems(p)
+    got = {(pr.line, pr.where) for pr in problems}
+    assert got == {(7, "callbacks[0].args.triggerable.callback"), (10, "callbacks[1].args.keep_checkpoint_every_n_hours"),
+                   (13, "monitors[0].args.max_queue"), (16, "train.max_epoch"), (17, "train.resume")}, problems
+    text = "\n".join(pr.message for pr in problems)
+    assert "Did you mean ModelSaver" in text
+    assert "max_epoch (3) is smaller than starting_epoch (5)" in text
+    assert "resume must be true or false" in text
+
+
+def test_model_constructor_errors_are_reported_too(rundir) -> None:
+    (rundir / "pickymodel.py").write_text(
+        "from tinyrun import LinearNet\n\n"
+        "class Picky(LinearNet):\n"
+        "    def __init__(self, lr=0.1):\n"
+        "        if not isinstance(lr, float):\n"
+        "            raise TypeError(f'Picky: lr must be a float, got {lr!r}')\n"
+        "        super().__init__(lr)\n")
+    p = rundir / "m.toml"
+    p.write_text('[model]\nclass = "pickymodel:Picky"\nargs = { lr = "fast" }\n'
+                 '[data]\nfunction = "tinyrun:make_data"\n'
+                 '[[callbacks]]\nname = "ModelSaver"\nargs = { max_to_keep = -1 }\n')
+    problems = _problems(p)
+    assert [(pr.line, pr.where) for pr in problems] == [(3, "model.args.lr"), (8, "callbacks[0].args.max_to_keep")]
+    assert "TypeError: Picky: lr must be a float, got 'fast'" in problems[0].message
+
+
+def test_log_directory_mistakes_are_in_the_same_report(rundir) -> None:
+    full = rundir / "full"
+    full.mkdir()
+    (full / "model-4.index").write_text("x")
+    (rundir / "afile").write_text("x")
+    p = rundir / "q.toml"
+    base = '[model]\nclass = "tinyrun:LinearNet"\n[data]\nfunction = "tinyrun:make_data"\n' \
+           '[[callbacks]]\nname = "ModelSaver"\nargs = { max_to_keep = "many" }\n'
+    p.write_text(base + f'[train]\nlogdir = "{full}"\nlogdir_action = "q"\n')
+    problems = _problems(p)
+    assert [(pr.line, pr.where) for pr in problems] == [(7, "callbacks[0].args.max_to_keep"),
+                                                        (10, "train.logdir_action")]
+    assert "logdir_action = \"q\" says to quit" in problems[1].message
+    p.write_text(base + f'[train]\nlogdir = "{rundir / "afile"}"\nlogdir_action = "k"\n')
+    problems = _problems(p)
+    assert [(pr.line, pr.where) for pr in problems][1] == (9, "train.logdir")
+    assert "is not a directory" in problems[1].message
+    assert sorted(x.name for x in full.iterdir()) == ["model-4.index"]
