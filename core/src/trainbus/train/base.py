@@ -233,11 +233,22 @@ def _graph_for_new_trainer() -> Any:
     return _tf.tf1().get_default_graph()
 
 
-class Trainer:
+class _TrainerMeta(type):
+    """Constructs every trainer inside its graph: a subclass that builds its graph in its own
+    ``__init__`` (as tensorpack's GAN trainers do) builds in graph mode, also when eager
+    execution is on and no graph was entered."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        with _graph_for_new_trainer().as_default():
+            return super().__call__(*args, **kwargs)
+
+
+class Trainer(metaclass=_TrainerMeta):
     """Base class of trainers: runs the training loop and fires the hooks of the bus.
 
     A subclass (or ``setup_graph``) builds the graph and sets ``train_op``; ``train()`` then
-    does ``setup_callbacks`` / ``initialize`` / ``main_loop``.
+    does ``setup_callbacks`` / ``initialize`` / ``main_loop``. The constructor runs with the
+    trainer's graph as the default graph (``self.graph``), so a subclass may build there.
     """
 
     #: Whether this process is the chief worker; chief-only callbacks run only where True.
@@ -250,7 +261,7 @@ class Trainer:
 
     def __init__(self, *, autoload_plugins: bool = True, disable_plugins: Iterable[str] = ()) -> None:
         self.loop = TrainLoop()
-        self.graph = _graph_for_new_trainer()
+        self.graph = _tf.tf1().get_default_graph()  # the graph _TrainerMeta entered
         self._callbacks: list[Callback] = []
         self._callbacks_setup = False
         self._training_started = False
