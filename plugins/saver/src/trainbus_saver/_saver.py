@@ -171,6 +171,11 @@ class ModelSaver(Callback):
             if os.path.isfile(full + ".index"):
                 self._ckpts.append((full, stamps[i] if i < len(stamps) else now))
         self._last_preserved = state.last_preserved_timestamp
+        ahead = [p for p, _ in self._ckpts if (_step_of(p) or 0) > self.global_step]
+        if ahead:
+            logger.warning(f"ModelSaver: {self.checkpoint_dir} holds checkpoint(s) from later global steps than this "
+                           f"run starts at ({self.global_step}): {', '.join(os.path.basename(p) for p in ahead)}. "
+                           "They are not rotated away; resume with AutoResumeTrainConfig to continue from them.")
 
     def _trigger(self) -> None:
         self._save()
@@ -232,11 +237,19 @@ class ModelSaver(Callback):
             self._ckpts = [(path, now)]
             return []
         to_delete = []
+        new_step = _step_of(path)
         while len(self._ckpts) > self._max_to_keep:
             p, t = self._ckpts.pop(0)
             if t > self._next_keep_time:  # keep_checkpoint_every_n_hours: leave it on disk
                 self._next_keep_time += self._keep_hours * 3600
                 self._last_preserved = t
+                continue
+            old_step = _step_of(p)
+            if old_step is not None and new_step is not None and old_step > new_step:
+                # an earlier run got further than this one: its checkpoint is never rotated away
+                logger.warning(f"ModelSaver: {p} is from a later global step ({old_step}) than this run's newest "
+                               f"checkpoint ({new_step}); it stays on disk and only leaves the checkpoint list. "
+                               "Resume with AutoResumeTrainConfig to continue from it, or delete it by hand.")
                 continue
             to_delete.append(p)
         return to_delete
@@ -258,6 +271,11 @@ class ModelSaver(Callback):
 
     def __str__(self) -> str:
         return "ModelSaver"
+
+
+def _step_of(prefix: str) -> int | None:
+    m = _STEP_RE.search(prefix)
+    return int(m.group(1)) if m else None
 
 
 def _read_state(d: str) -> Any:
