@@ -52,8 +52,10 @@ class JSONWriter(MonitorBase):
             logger.warning("JSONWriter: the logger directory was not set (logger.set_logger_dir); JSONWriter is ignored.")
             return
         self._fname = os.path.join(self._dir, self.FILENAME)
-        # fail now, not after the graph is built, if the history there cannot be read
-        _stats.load_existing_json(self._dir)
+        # fail now, not after the graph is built, if the history there cannot be read (unless
+        # the directory will be emptied when training starts: then it is not this run's)
+        if logger.pending_logger_dir_action() not in ("d", "b"):
+            _stats.load_existing_json(self._dir)
 
     @property
     def enabled(self) -> bool:
