@@ -18,7 +18,7 @@ SCRIPT = HERE / "rel_script.py"
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))  # the tests import relutil (helpers shared with subprocesses)
 
-from relutil import pid_alive, wait_for  # noqa: E402,F401
+from relutil import default_signal_dispositions, pid_alive, wait_for  # noqa: E402,F401
 
 
 class Script:
@@ -38,7 +38,7 @@ class Script:
         full_env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONFAULTHANDLER="1")
         full_env.update(env or {})
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env=full_env, start_new_session=True)
+                                     env=full_env, start_new_session=True, preexec_fn=default_signal_dispositions)
 
     def wait_ready(self, timeout: float = 240) -> None:
         wait_for(self.ready.exists, timeout, "the first training step", self.proc)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import time
 
@@ -29,3 +30,14 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
+
+
+def default_signal_dispositions() -> None:
+    """``preexec_fn`` of the processes the tests signal: SIGINT, SIGTERM and SIGHUP with their
+    default disposition, whatever the test runner inherited. A shell without job control starts
+    a background command (``pytest ... &`` in a script, a CI step) with SIGINT ignored; a child
+    inherits that, Python then keeps SIGINT ignored, and so does trainbus (on purpose: a
+    background job must not react to the terminal's Ctrl-C) - a test sending SIGINT to such a
+    child would wait for a stop that never comes."""
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, signal.SIG_DFL)

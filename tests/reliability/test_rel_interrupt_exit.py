@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from relutil import wait_for
+from relutil import default_signal_dispositions, wait_for
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -132,7 +132,8 @@ def test_example_script_sigterm_143_with_final_checkpoint(tmp_path):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     proc = subprocess.Popen([sys.executable, str(ROOT / "examples" / "digits_convnet.py"), "--logdir", str(logdir),
                              "--max-epoch", "1000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, start_new_session=True, cwd=tmp_path)
+                            env=env, start_new_session=True, cwd=tmp_path,
+                            preexec_fn=default_signal_dispositions)
     try:
         log = logdir / "log.log"
         wait_for(lambda: log.exists() and "Start Epoch 1 " in log.read_text(), START_LIMIT, "epoch 1 to start", proc)
@@ -182,7 +183,8 @@ def test_trainbus_train_sigint_130_one_line(tmp_path):
     (tmp_path / "rel_interrupt_probe.py").write_text((HERE / "rel_interrupt_probe.py").read_text())
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     proc = subprocess.Popen([sys.executable, "-m", "trainbus", "train", str(run)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True, cwd=tmp_path)
+                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True, cwd=tmp_path,
+                            preexec_fn=default_signal_dispositions)
     try:
         wait_for(ready.exists, START_LIMIT, "the first step", proc)
         proc.send_signal(signal.SIGINT)

@@ -20,6 +20,10 @@ import psutil
 import pytest
 
 HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+from relutil import default_signal_dispositions  # noqa: E402
+
 HVD_WORKER = HERE / "rel_hvd_worker.py"
 DIST_WORKER = HERE / "rel_dist_worker.py"
 HOROVODRUN = Path(sys.executable).with_name("horovodrun")
@@ -91,7 +95,7 @@ class HvdJob:
         cmd = [str(HOROVODRUN), "--gloo", "-np", "2", "-H", "localhost:2", sys.executable, str(HVD_WORKER),
                str(out), scenario]
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=_env(**env),
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=default_signal_dispositions)
 
     def wait(self, timeout: float) -> tuple[int, str]:
         try:
@@ -233,7 +237,8 @@ def test_distributed_signal_to_one_process_stops_every_process(tmp_path, trainer
         for name, job, task in (("ps", "ps", 0), ("w0", "worker", 0), ("w1", "worker", 1)):
             log = open(out / f"{name}.log", "wb")
             procs[name] = subprocess.Popen([sys.executable, str(DIST_WORKER), str(out), trainer, job, str(task), *ports],
-                                           stdout=log, stderr=subprocess.STDOUT, env=_env(), start_new_session=True)
+                                           stdout=log, stderr=subprocess.STDOUT, env=_env(), start_new_session=True,
+                                           preexec_fn=default_signal_dispositions)
         _wait_files([out / "ready_w0", out / "ready_w1"], START_LIMIT, list(procs.values()))
         os.kill(procs[target].pid, sig)
         t0 = time.monotonic()

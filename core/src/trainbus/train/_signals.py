@@ -329,11 +329,14 @@ def graceful_signals(trainer: Any, signals: tuple = DEFAULT_SIGNALS) -> Iterator
         yield
         return
     watcher = _Watcher(trainer, tuple(previous), previous)
+    handled: list[int] = []
 
     def handler(signum: int, frame: Any) -> None:
         # The watcher thread counts deliveries (one byte per signal in the wakeup pipe) and
         # decides first/second; here, in the main thread, only make the stop request take
-        # effect before the next step even if the watcher has not run yet.
+        # effect before the next step even if the watcher has not run yet, and remember the
+        # signal in case the watcher is not scheduled before training ends (a loaded machine).
+        handled.append(signum)
         trainer.request_stop(f"signal {signal.Signals(signum).name}")
 
     try:
@@ -366,8 +369,8 @@ def graceful_signals(trainer: Any, signals: tuple = DEFAULT_SIGNALS) -> Iterator
             except (ValueError, OSError):
                 signal.set_wakeup_fd(-1)
             watcher.stop()
-    if watcher.received:
-        signum = watcher.received[0]
+    if watcher.received or handled:
+        signum = (watcher.received or handled)[0]
         ckpt, ckpt_step = newest_checkpoint(trainer)
         raise TrainingInterrupted(signal.Signals(signum).name, trainer.epoch_num, trainer.global_step, signum,
                                   checkpoint=ckpt, checkpoint_step=ckpt_step)
