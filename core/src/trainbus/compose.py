@@ -119,11 +119,20 @@ def provider_of(group_or_kind: str, name: str) -> str:
     return f"trainbus {trainbus.__version__} (core)"
 
 
+def _signature(target: Any) -> inspect.Signature:
+    """The call signature of ``target``. For a class whose metaclass defines ``__call__``
+    (which hides the constructor behind ``*args, **kwargs``), that of its ``__init__``."""
+    if isinstance(target, type) and type(target).__call__ is not type.__call__ and target.__init__ is not object.__init__:
+        sig = inspect.signature(target.__init__)
+        return sig.replace(parameters=list(sig.parameters.values())[1:])
+    return inspect.signature(target)
+
+
 def _describe_signature(target: Any) -> str:
     """``Name(a, b=1, *args, **kwargs)``: the parameters with their defaults, no annotations."""
     name = getattr(target, "__name__", repr(target))
     try:
-        sig = inspect.signature(target)
+        sig = _signature(target)
     except (TypeError, ValueError):
         return f"{name}(...)"
     parts = []
@@ -152,7 +161,7 @@ def check_arguments(target: Any, args: Iterable[Any] = (), kwargs: dict[str, Any
     args = tuple(args)
     label = label or getattr(target, "__name__", repr(target))
     try:
-        sig = inspect.signature(target)
+        sig = _signature(target)
     except (TypeError, ValueError):
         return None
     try:
