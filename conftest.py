@@ -27,6 +27,7 @@ def logdir(tmp_path):
 
     d = tmp_path / "log"
     logger.set_logger_dir(str(d), action="k")
+    logger.commit_logger_dir()  # created now: tests may put files there before training
     yield d
     logger._reset_for_tests()
 
