@@ -26,7 +26,11 @@ def apply_default_prefetch(input_source_or_dataflow: Any, trainer: Any) -> Any:
 def launch_train_with_config(config: Any, trainer: Any) -> None:
     """Train ``config.model`` with ``trainer``: set up the input (``config.data``, or
     ``config.dataflow`` with default prefetching), call ``trainer.setup_graph`` with the
-    model, then ``trainer.train_with_config(config)``."""
+    model, then ``trainer.train_with_config(config)``.
+
+    The log directory's action (``logger.set_logger_dir(dir, action)``: delete, back up,
+    create) is carried out only when training starts, after the graph and the callbacks are
+    checked: a run that fails before leaves the file system as it was."""
     from trainbus.train.config import TrainConfig
     from trainbus.train.tower import SingleCostTrainer
 
@@ -38,7 +42,22 @@ def launch_train_with_config(config: Any, trainer: Any) -> None:
         raise ValueError("launch_train_with_config: the TrainConfig has no model=")
     if config.data is None and config.dataflow is None:
         raise ValueError("launch_train_with_config: the TrainConfig has neither dataflow= nor data=")
+    from trainbus.utils import logger
+
     model = config.model
-    inp = apply_default_prefetch(config.data if config.data is not None else config.dataflow, trainer)
-    trainer.setup_graph(model.get_input_signature(), inp, model.build_graph, model.get_optimizer)
+    try:
+        inp = apply_default_prefetch(config.data if config.data is not None else config.dataflow, trainer)
+        trainer.setup_graph(model.get_input_signature(), inp, model.build_graph, model.get_optimizer)
+    except BaseException:
+        _say_logdir_untouched(logger)
+        raise
     trainer.train_with_config(config)
+
+
+def _say_logdir_untouched(logger: Any) -> None:
+    """After a failure before training started: tell that the log directory's action (chosen
+    by ``set_logger_dir``) was not carried out, so nothing there was deleted or moved."""
+    action = logger.pending_logger_dir_action()
+    if action is not None:
+        logger.info(f"The run failed before training started; the log directory {logger.get_logger_dir()} was left "
+                    f"as it was (its action {action!r} happens only when training starts).")
