@@ -147,7 +147,7 @@ def _config(**kw):
     return TrainConfig(**args)
 
 
-def test_launch_train_with_config_failures_change_nothing(rundir) -> None:
+def test_launch_train_with_config_failures_change_nothing(rundir, tb_log) -> None:
     """The Python route: ``set_logger_dir(dir, "d")`` followed by runs that fail before
     training (a model whose graph cannot be built; a monitor given as a callback) leave the
     directory as it was."""
@@ -172,6 +172,8 @@ def test_launch_train_with_config_failures_change_nothing(rundir) -> None:
     with pytest.raises(TypeError, match="is a monitor"):
         launch_train_with_config(_config(callbacks=[ModelSaver(), JSONWriter()]), SimpleTrainer())
     assert _snapshot(log) == before
+    said = [r.getMessage() for r in tb_log if "failed before training started" in r.getMessage()]
+    assert len(said) == 2 and f"the log directory {log} was left as it was (its action 'b'" in said[1], said
 
 
 def test_launch_train_with_config_acts_when_training_starts(rundir) -> None:

@@ -48,10 +48,10 @@ def launch_train_with_config(config: Any, trainer: Any) -> None:
     try:
         inp = apply_default_prefetch(config.data if config.data is not None else config.dataflow, trainer)
         trainer.setup_graph(model.get_input_signature(), inp, model.build_graph, model.get_optimizer)
+        trainer.train_with_config(config)
     except BaseException:
-        _say_logdir_untouched(logger)
+        _say_logdir_untouched(logger)  # only while the action is still pending (nothing trained)
         raise
-    trainer.train_with_config(config)
 
 
 def _say_logdir_untouched(logger: Any) -> None:
