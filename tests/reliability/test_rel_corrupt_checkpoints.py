@@ -254,3 +254,71 @@ def test_disk_full_while_saving_keeps_the_previous_checkpoint(tmp_path, monkeypa
     text = (d / "checkpoint").read_text()
     assert 'model_checkpoint_path: "model-24"' in text and '"model-8"' in text and "model-16" not in text
     SaverRestore(str(d)).verify()
+
+
+# ---------------------------------------------------------------------------------- read-only directory
+READ_ONLY_SCRIPT = """
+import sys
+import trainbus
+from trainbus.testing import train_tiny
+from trainbus.tfutils.sessinit import SaverRestore
+d = sys.argv[1]
+tr = train_tiny(session_init=SaverRestore(d), max_epoch=4, starting_epoch=4)  # reading works
+print("RESTORED", tr.global_step, flush=True)
+try:
+    train_tiny(callbacks=[trainbus.callbacks.ModelSaver(checkpoint_dir=d)], max_epoch=1)
+except OSError as e:
+    print("ERROR", e, flush=True)
+"""
+
+
+def _can_mount_read_only(tmp_path):
+    import subprocess
+
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    r = subprocess.run(["unshare", "-m", "sh", "-c", 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" "$1"',
+                        "sh", str(probe)], capture_output=True, timeout=60)
+    return r.returncode == 0
+
+
+def test_read_only_checkpoint_dir_restores_and_refuses_to_save_clearly(ckdir, tmp_path):
+    """A real read-only bind mount (a private mount namespace): restoring from it works, a
+    ModelSaver writing to it stops at setup with one error naming the directory."""
+    import subprocess
+    import sys
+
+    if shutil.which("unshare") is None or not _can_mount_read_only(tmp_path):
+        pytest.skip("this machine does not allow a private read-only mount (unshare -m); "
+                    "test_unwritable_checkpoint_dir_is_reported_at_setup covers the error")
+    before = sorted(os.listdir(ckdir))
+    r = subprocess.run(
+        ["unshare", "-m", "sh", "-c",
+         'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" "$1" && exec "$2" -c "$3" "$1"',
+         "sh", str(ckdir), sys.executable, READ_ONLY_SCRIPT], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "RESTORED 32" in r.stdout
+    assert f"ERROR [Errno 30] ModelSaver: cannot write checkpoints to {ckdir}: Read-only file system" in r.stdout
+    assert sorted(os.listdir(ckdir)) == before
+
+
+def test_unwritable_checkpoint_dir_is_reported_at_setup(ckdir, monkeypatch):
+    import tempfile
+
+    real = tempfile.mkstemp
+
+    def read_only(*args, **kwargs):
+        if str(kwargs.get("dir")) == str(ckdir):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)
+    steps = []
+    with pytest.raises(OSError) as info:
+        train_tiny(callbacks=[trainbus.callbacks.CallbackFactory(before_train=lambda cb: steps.append(1)),
+                              cbs.ModelSaver(checkpoint_dir=str(ckdir))], max_epoch=1)
+    assert info.value.errno == errno.EROFS
+    assert str(info.value) == (f"[Errno 30] ModelSaver: cannot write checkpoints to {ckdir}: Read-only file system. "
+                               "Give a writable checkpoint_dir= (or log directory); nothing in that directory was "
+                               "changed")
+    assert steps == []  # refused before training started

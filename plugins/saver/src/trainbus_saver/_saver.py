@@ -121,7 +121,10 @@ class ModelSaver(Callback):
         if self.checkpoint_dir is None:
             raise RuntimeError("ModelSaver has no checkpoint directory: pass checkpoint_dir=..., or call "
                                "trainbus.utils.logger.set_logger_dir(dir) before training")
-        os.makedirs(self.checkpoint_dir, exist_ok=True)
+        try:
+            os.makedirs(self.checkpoint_dir, exist_ok=True)
+        except OSError as e:
+            raise _unwritable(self.checkpoint_dir, e) from None
         return self.checkpoint_dir
 
     def _setup_graph(self) -> None:
@@ -129,6 +132,7 @@ class ModelSaver(Callback):
 
         tf1 = _tf.tf1()
         d = self.resolved_dir()
+        _check_writable(d)  # a read-only directory: one clear error now, not a failed save after an epoch
         variables: list[Any] = []
         seen: set[str] = set()
         for key in self.var_collections:
@@ -271,6 +275,24 @@ class ModelSaver(Callback):
 
     def __str__(self) -> str:
         return "ModelSaver"
+
+
+def _unwritable(d: str, e: OSError) -> OSError:
+    return OSError(e.errno, f"ModelSaver: cannot write checkpoints to {d}: {e.strerror or e}. Give a writable "
+                   "checkpoint_dir= (or log directory); nothing in that directory was changed")
+
+
+def _check_writable(d: str) -> None:
+    """Raise a clear ``OSError`` unless a file can be created in ``d`` (a read-only file system,
+    a directory without write permission)."""
+    import tempfile
+
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".trainbus-write-check-", dir=d)
+    except OSError as e:
+        raise _unwritable(d, e) from None
+    os.close(fd)
+    os.remove(probe)
 
 
 def _step_of(prefix: str) -> int | None:
