@@ -322,3 +322,58 @@ def test_unwritable_checkpoint_dir_is_reported_at_setup(ckdir, monkeypatch):
                                "Give a writable checkpoint_dir= (or log directory); nothing in that directory was "
                                "changed")
     assert steps == []  # refused before training started
+
+
+# ---------------------------------------------------------------------------------- run files
+RUN_FILE = """
+[model]
+class = "tinyrun:LinearNet"
+args = {{ lr = 0.05 }}
+
+[data]
+function = "tinyrun:make_data"
+args = {{ n = 32, batch = 8 }}
+
+[[callbacks]]
+name = "ModelSaver"
+args = {{ max_to_keep = 3 }}
+
+[train]
+steps_per_epoch = 4
+max_epoch = {epochs}
+logdir = "{logdir}"
+logdir_action = "k"
+"""
+
+
+def test_run_file_resumes_from_the_newest_intact_checkpoint(tmp_path, tb_log):
+    import pathlib
+
+    import tensorflow as tf
+
+    from trainbus.config_file import train_from_file
+
+    runfiles = pathlib.Path(__file__).resolve().parent.parent / "ecosystem" / "runfiles"
+    (tmp_path / "tinyrun.py").write_text((runfiles / "tinyrun.py").read_text())
+    log = tmp_path / "log"
+
+    def train(epochs):
+        path = tmp_path / "run.toml"
+        path.write_text(RUN_FILE.format(epochs=epochs, logdir=log))
+        try:
+            return train_from_file(path)
+        finally:
+            logger._reset_for_tests()
+
+    train(3)
+    assert sorted(p.name for p in log.glob("model-*.index")) == ["model-12.index", "model-4.index", "model-8.index"]
+    flip_byte(log / f"model-12{DATA}")
+    del tb_log[:]
+    trainer = train(4)
+    out = "\n".join(r.getMessage() for r in tb_log)
+    assert f"Not resuming from {log / 'model-12'}: checkpoint {log / 'model-12'} is damaged: " \
+           f"{log / 'model-12'}{DATA} fails its checksum" in out, out[-3000:]
+    assert f"Resuming from {log / 'model-8'}, the newest checkpoint that reads completely" in out
+    assert "Setting starting_epoch to 3" in out
+    assert trainer.global_step == 16
+    assert tf.train.load_variable(str(log / "model-16"), "global_step") == 16
