@@ -32,6 +32,22 @@ class StopAfterStep(Callback):
     def _trigger_step(self) -> None:
         if self.trainer.global_step == self.step:
             self.trainer.request_stop(f"stopped after step {self.step}")
+
+
+class SlowSteps(Callback):
+    """Sleeps after every step, so that a signal arrives in the middle of an epoch; writes
+    the global step to ``marker`` (for the test to wait on)."""
+
+    def __init__(self, seconds: float, marker: str) -> None:
+        self.seconds = seconds
+        self.marker = marker
+
+    def _trigger_step(self) -> None:
+        import time
+
+        with open(self.marker, "w") as f:
+            f.write(str(self.trainer.global_step))
+        time.sleep(self.seconds)
 '''
 
 RUN = """
@@ -188,3 +204,55 @@ def test_resume_false_starts_over(rundir, monkeypatch) -> None:
     train_from_file(p)
     assert "Setting starting_epoch to 2" in (log / "log.log").read_text()
     assert _stats(log) == [(1, 4), (2, 8)] and _steps(log) == [4, 8]
+
+
+SLOW = """
+[[callbacks]]
+name = "PeriodicTrigger"
+args = { triggerable = { object = "runhelpers:SlowSteps", args = { seconds = 0.2, marker = "steps.txt" } }, every_k_steps = 1 }
+"""
+
+
+def test_sigterm_then_the_same_command_continues(rundir) -> None:
+    """The issue's scenario: ``trainbus train run.toml`` is sent SIGTERM in the middle of a
+    run, writes its final checkpoint, and the same command continues from it."""
+    import signal
+    import time
+
+    import tensorflow as tf
+
+    log = rundir / "log"
+    p = _write(rundir, epochs=3, keep=2)
+    p.write_text(p.read_text().replace("[[monitors]]", SLOW + "\n[[monitors]]", 1))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    proc = subprocess.Popen([sys.executable, "-m", "trainbus", "train", str(p)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=rundir, env=env)
+    try:
+        deadline = time.monotonic() + 150
+        marker = rundir / "steps.txt"
+        # in epoch 2, after its first step: the final checkpoint will be in the middle of an epoch
+        while not (marker.exists() and marker.read_text().strip().isdigit() and int(marker.read_text()) >= 5):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the run did not reach step 5 in time"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode != 0, "the run finished before the signal"
+    final = tf.train.latest_checkpoint(str(log))
+    step = int(final.rsplit("-", 1)[1])
+    assert 4 < step < 12, (step, err[-2000:])
+    assert int(tf.train.load_variable(final, "global_step")) == step
+
+    again = _train(p)
+    assert f"Restoring checkpoint from {final}" in again.stdout, again.stdout[-3000:]
+    assert f"Setting starting_epoch to {step // 4 + 1}" in again.stdout
+    stats = _stats(log)
+    steps = [s for _, s in stats]
+    assert steps == sorted(set(steps)) and [e for e, _ in stats] == [1, 2, 3], stats
+    last = step + (3 - step // 4) * 4  # the epochs after the checkpoint's last complete one
+    assert steps[-1] == last and _steps(log)[-1] == last
+    assert all(s >= step for s in _steps(log))  # the interrupted run's checkpoint went only for newer ones
