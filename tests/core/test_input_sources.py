@@ -351,3 +351,25 @@ def test_zmq_input_to_dataset_reads_serialized_datapoints(tmp_path):
         th.join(timeout=10)
     assert [int(i) for _, i in got] == [0, 1, 2]
     np.testing.assert_array_equal(got[2][0], [2.0, 2.0])
+
+
+def test_queue_input_names_the_component_whose_shape_does_not_match():
+    """A datapoint of the wrong shape names the input source, the dataflow, the component and
+    what the signature expects (instead of TensorFlow's bare 'Cannot feed value' from a thread)."""
+    import re
+
+    import pytest
+
+    from trainbus.dataflow import BatchData, DataFromList
+    from trainbus.testing import TinyModel
+    from trainbus.train import SimpleTrainer, TrainConfig, launch_train_with_config
+
+    rng = np.random.RandomState(0)
+    df = BatchData(DataFromList([[rng.rand(4).astype("float32"), np.array([i % 3], "int32")] for i in range(16)],
+                                shuffle=False), 4)  # labels of shape (4, 1); the model wants (None,)
+    config = TrainConfig(model=TinyModel(), data=QueueInput(df), max_epoch=1, steps_per_epoch=2, callbacks=[],
+                         monitors=[])
+    with pytest.raises(ValueError, match=re.escape("QueueInput: component 1 ('y') of a datapoint from the dataflow "
+                                                   "BatchData has shape (4, 1), but the input signature expects "
+                                                   "(None,)")):
+        launch_train_with_config(config, SimpleTrainer())

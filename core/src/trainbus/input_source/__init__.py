@@ -210,6 +210,28 @@ class FeedInput(InputSource):
         return [_FeedSourceCallback(self)]
 
 
+def _datapoint_mismatch(who: str, ds: Any, dp: Any, placehdrs: list[Any]) -> str | None:
+    """What is wrong with datapoint ``dp`` against the input placeholders (number of components,
+    shapes), naming the dataflow and the component; None when nothing visible is wrong."""
+    import numpy as np
+
+    name = type(ds).__name__
+    if len(dp) != len(placehdrs):
+        return (f"{who}: the dataflow {name} produced a datapoint of {len(dp)} components, but the model has "
+                f"{len(placehdrs)} inputs ({[p.op.name for p in placehdrs]}); make each datapoint a list with one "
+                "component per input, in the order of inputs()")
+    for k, (value, ph) in enumerate(zip(dp, placehdrs)):
+        try:
+            arr = np.asarray(value)
+        except Exception:  # noqa: BLE001 - described below
+            return f"{who}: component {k} ({ph.op.name!r}) of a datapoint from {name} is not array-like: {value!r:.80}"
+        if not ph.shape.is_compatible_with(arr.shape):
+            return (f"{who}: component {k} ({ph.op.name!r}) of a datapoint from the dataflow {name} has shape "
+                    f"{tuple(arr.shape)}, but the input signature expects {ph.shape}; make the dataflow produce "
+                    "that shape (e.g. batch it) or change the TensorSpec in inputs()")
+    return None
+
+
 class _EnqueueThread(threading.Thread):
     def __init__(self, queue: Any, ds: Any, placehdrs: list[Any]) -> None:
         super().__init__(name="QueueInput-EnqueueThread", daemon=True)
@@ -228,7 +250,13 @@ class _EnqueueThread(threading.Thread):
             run_enqueue = self.sess.make_callable(self.op, feed_list=self.placehdrs)
             while not self._stop_evt.is_set():
                 dp = next(it)
-                run_enqueue(*dp)
+                try:
+                    run_enqueue(*dp)
+                except (ValueError, TypeError) as e:
+                    why = _datapoint_mismatch("QueueInput", self.ds, dp, self.placehdrs)
+                    if why is None:
+                        raise
+                    raise ValueError(why) from e
         except (tf.errors.CancelledError, tf.errors.OutOfRangeError):
             pass
         except Exception as e:  # noqa: BLE001 - handed to the trainer, which re-raises it
