@@ -184,6 +184,7 @@ def generate(source: str, names: tuple[str, ...], path: Path) -> list[Mutant]:
 def make_workdir(workdir: Path | None) -> Path:
     """A copy of the repository's sources and tests (no .git, no virtualenv, no caches)."""
     dest = workdir or Path(tempfile.mkdtemp(prefix="trainbus-mutate-"))
+    dest.mkdir(parents=True, exist_ok=True)
     ignore = shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.egg-info", ".pytest_cache", "site", "mutants",
                                     "train_log", "build", "dist")
     for item in ROOT.iterdir():

@@ -91,6 +91,22 @@ def test_string_feeds_fall_back_to_session_run(graph_and_sess):
         n = tf.strings.length(s)
     fn = make_step_callable(sess, n, [], [s], None, False)
     assert fn(b"hello")[0] == 5
+    assert "_generic" in fn.__qualname__  # Session.run itself, not the prepared call
+    assert "_generic" not in make_step_callable(sess, y, [], [x], None, False).__qualname__
+
+
+def test_train_op_with_callback_fetches_returns_them(graph_and_sess):
+    """The step is an Operation (the usual train op) and callbacks fetch tensors in the same run:
+    their results come back (the shortcut for "nothing fetched" must not apply)."""
+    g, sess, x, s, v, inc, y, z = graph_and_sess
+    with g.as_default():
+        op = tf.group(y, name="step2")
+    data = np.arange(3, dtype="float32").reshape(1, 3)
+    out, extra = make_step_callable(sess, op, [[z], y], [x], inc, False)(data)
+    assert out is None
+    np.testing.assert_array_equal(extra[0][0], data)
+    assert extra[1] == 6.0
+    assert sess.run(v) == 1.0
 
 
 def test_options_and_run_metadata(graph_and_sess):
