@@ -154,3 +154,36 @@ def test_conformance():
     from trainbus.testing import check_distribution
 
     check_distribution("trainbus-monitor-tfevents")
+
+
+def test_a_resumed_run_marks_its_restart_and_tensorboard_shows_one_curve(logdir):
+    """Run 1 writes steps 1..4 but its last checkpoint is step 2 (as after a crash); run 2
+    restores step 2 and writes 3..4 again. The second file starts with a START marker at
+    step 3, and TensorBoard reads each step once, with run 2's values; run 1's file has no
+    marker (it started from step 0)."""
+    import tensorflow as tf
+
+    from trainbus.callbacks import ModelSaver, PeriodicTrigger
+    from trainbus.tfutils.sessinit import SaverRestore
+    from tensorflow.core.util.event_pb2 import SessionLog
+
+    class PutRun(Callback):
+        def __init__(self, run):
+            self.run = run
+
+        def _trigger(self):
+            self.trainer.monitors.put_scalar("val", 10.0 * self.run + self.trainer.global_step)
+
+    saver = ModelSaver(max_to_keep=0)
+    train_tiny(callbacks=[PeriodicTrigger(saver, every_k_epochs=2), PutRun(1)],
+               monitors=[trainbus.callbacks.TFEventWriter()], max_epoch=4, steps_per_epoch=1)
+    ckpt2 = str(logdir / "model-2")
+    train_tiny(callbacks=[PutRun(2)], monitors=[trainbus.callbacks.TFEventWriter()], max_epoch=4,
+               steps_per_epoch=1, starting_epoch=3, session_init=SaverRestore(ckpt2))
+    files = sorted(glob.glob(os.path.join(str(logdir), "events.out.tfevents.*")))
+    assert len(files) == 2
+    marks = [[(e.step, e.session_log.msg) for e in tf.compat.v1.train.summary_iterator(f)
+              if e.HasField("session_log") and e.session_log.status == SessionLog.START] for f in files]
+    assert marks == [[], [(3, "resumed after global_step 2")]]
+    acc = load(logdir)
+    assert [(e.step, e.value) for e in acc.Scalars("val")] == [(1, 11.0), (2, 12.0), (3, 23.0), (4, 24.0)]
