@@ -137,3 +137,16 @@ def test_log_directory_mistakes_are_in_the_same_report(rundir) -> None:
     assert [(pr.line, pr.where) for pr in problems][1] == (9, "train.logdir")
     assert "is not a directory" in problems[1].message
     assert sorted(x.name for x in full.iterdir()) == ["model-4.index"]
+
+
+def test_dry_run_says_what_happens_to_the_log_directory(rundir) -> None:
+    log = rundir / "log"
+    p = rundir / "v.toml"
+    text = (HERE / "valid.toml").read_text().replace("LOGDIR", str(log))
+    p.write_text(text)
+    out = load_run_file(p).dry_run()
+    assert f"{log} (if not empty: k; resume from its newest checkpoint; acted on when training starts)" in out
+    p.write_text(text.replace('logdir_action = "k"', 'logdir_action = "d"\nresume = false'))
+    out = load_run_file(p).dry_run()
+    assert f"{log} (if not empty: d; start over; acted on when training starts)" in out
+    assert not log.exists()

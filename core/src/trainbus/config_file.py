@@ -677,8 +677,9 @@ class RunPlan:
         loop["max_epoch"] = loop["max_epoch"] or 99999
         lines.append(f"  {'loop':<{w1}}  " + " ".join(f"{k}={v}" for k, v in loop.items()))
         if self.loop.get("logdir"):
+            resume = "resume from its newest checkpoint" if self.loop.get("resume", True) else "start over"
             lines.append(f"  {'logdir':<{w1}}  {self.loop['logdir']} (if not empty: "
-                         f"{self.loop.get('logdir_action') or 'ask'})")
+                         f"{self.loop.get('logdir_action') or 'ask'}; {resume}; acted on when training starts)")
         if callbacks is not None:
             lines.append("")
             lines.append("callback order per hook:")
