@@ -141,3 +141,28 @@ def test_early_stopping_state_follows_its_statistic_not_its_position(logdir):
     train_tiny(callbacks=[CallbackFactory(before_train=record), new_y, new_x], max_epoch=2, starting_epoch=2,
                session_init=SaverRestore(str(logdir)))
     assert seen == {"x": (1.0, 1), "y": (4.0, 0)}
+
+
+def test_state_saved_by_class_name_before_state_keys_is_used_only_where_unambiguous(logdir, tb_log):
+    ckpt = _first_run(logdir)
+    state_file = logdir / "model-16.trainbus.json"
+    # the format of earlier versions: the class name, "#1" for a second instance
+    state_file.write_text(json.dumps({"Counter": {"total": 5}, "EarlyStopping": {"best": 0.5, "best_step": 8,
+                                                                                 "wait": 1, "last_seen_step": 8}}))
+    only, es = Counter("a", 1), cbs.EarlyStopping("val", patience=9)
+    seen = {}
+    train_tiny(callbacks=[CallbackFactory(before_train=lambda cb: seen.update(total=only.total, wait=es.wait)), only,
+                          es], max_epoch=3, starting_epoch=3, session_init=SaverRestore(ckpt))
+    assert seen == {"total": 5, "wait": 1}
+    assert _messages(tb_log, logging.INFO, "Restored the state") == [
+        f"Restored the state of callback(s) Counter(a) (saved as Counter), EarlyStopping(val) (saved as "
+        f"EarlyStopping) in {ckpt}.trainbus.json."]
+    del tb_log[:]
+    # two callbacks of the class: which one the old state belonged to cannot be told
+    a, b = Counter("a", 1), Counter("b", 10)
+    train_tiny(callbacks=[a, b], max_epoch=3, starting_epoch=3, session_init=SaverRestore(ckpt))
+    assert (a.total, b.total) == (8, 80)
+    unclaimed = _messages(tb_log, logging.WARNING, "no callback of this run claims")
+    assert len(unclaimed) == 1 and "Counter, EarlyStopping" in unclaimed[0]
+    fresh = _messages(tb_log, logging.WARNING, "no saved state")
+    assert len(fresh) == 1 and "Counter(a), Counter(b)" in fresh[0]
