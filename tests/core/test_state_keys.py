@@ -85,8 +85,8 @@ def test_two_callbacks_with_one_key_is_an_error_at_setup_naming_both(logdir):
     assert started == []  # refused before training started
     # a wrapped callback counts with its own key; a distinct key makes the run valid
     with pytest.raises(ValueError, match="EarlyStopping\\(val\\)"):
-        train_tiny(callbacks=[cbs.EarlyStopping("val"), cbs.PeriodicTrigger(cbs.EarlyStopping("val"), every_k_epochs=1)],
-                   max_epoch=1)
+        train_tiny(callbacks=[cbs.EarlyStopping("val"),
+                              cbs.PeriodicTrigger(cbs.EarlyStopping("val"), every_k_epochs=1)], max_epoch=1)
     tr = train_tiny(callbacks=[Counter("a", 1), Counter("a", 2).set_state_key("second-a")], max_epoch=1)
     assert tr.callback_states() == {"Counter(a)": {"total": 8}, "second-a": {"total": 16}}
 
