@@ -267,3 +267,22 @@ def test_sigterm_then_the_same_command_continues(rundir) -> None:
     last = step + (3 - step // 4) * 4  # the epochs after the checkpoint's last complete one
     assert steps[-1] == last and _steps(log)[-1] == last
     assert all(s >= step for s in _steps(log))  # the interrupted run's checkpoint went only for newer ones
+
+
+@pytest.mark.parametrize("action", ["d", "b"])
+def test_delete_or_backup_starts_over_instead_of_resuming(rundir, action) -> None:
+    """``logdir_action = "d"``/``"b"``: the old checkpoints are about to go away, so the run
+    must not restore them (it would restore weights of files it then deletes)."""
+    log = rundir / "log"
+    _train_here(_write(rundir, epochs=2))
+    assert _steps(log) == [4, 8]
+    p = _write(rundir, epochs=1)
+    p.write_text(p.read_text().replace('logdir_action = "k"', f'logdir_action = "{action}"'))
+    text = _train_here(p)
+    assert "Restoring checkpoint" not in text and "Start Epoch 1 " in text
+    assert "will be emptied" in text
+    assert _stats(log) == [(1, 4)] and _steps(log) == [4]
+    backups = [x for x in rundir.iterdir() if x.name.startswith("log") and x.name != "log"]
+    assert len(backups) == (1 if action == "b" else 0)
+    if backups:
+        assert _steps(backups[0]) == [4, 8]

@@ -115,8 +115,17 @@ class AutoResumeTrainConfig(TrainConfig):
 
     def __init__(self, always_resume: bool = True, *, checkpoint_dir: str | None = None, **kwargs: Any) -> None:
         self._checkpoint_dir = checkpoint_dir
-        stats_epoch = self.get_resume_epoch()
-        ckpt, ckpt_epoch = self._pick_resume_checkpoint(checkpoint_dir, stats_epoch, _steps_hint(kwargs))
+        if logger.pending_logger_dir_action() in ("d", "b"):
+            # the log directory will be emptied when training starts (set_logger_dir's action):
+            # what it holds now is not this run's to resume from
+            logger.info(f"The log directory {logger.get_logger_dir()} will be emptied "
+                        f"(action {logger.pending_logger_dir_action()!r}); not resuming from its content.")
+            stats_epoch, ckpt, ckpt_epoch = None, None, None
+            if checkpoint_dir is not None:
+                ckpt, ckpt_epoch = self._pick_resume_checkpoint(checkpoint_dir, None, _steps_hint(kwargs))
+        else:
+            stats_epoch = self.get_resume_epoch()
+            ckpt, ckpt_epoch = self._pick_resume_checkpoint(checkpoint_dir, stats_epoch, _steps_hint(kwargs))
         if ckpt is not None and (always_resume or "session_init" not in kwargs):
             from trainbus.tfutils import sessinit
 
