@@ -16,7 +16,8 @@ import trainbus
 
 def looks_like_checkpoint(path: str) -> bool:
     """True if ``path`` is a TF checkpoint prefix, one of its files, a ``checkpoint`` state
-    file, or a directory holding a ``checkpoint`` state file."""
+    file, or a directory holding a ``checkpoint`` state file (also when the checkpoint's index is
+    missing but its data files are there: restoring it then reports what is damaged)."""
     if os.path.isdir(path):
         return os.path.isfile(os.path.join(path, "checkpoint"))
     if os.path.basename(path) == "checkpoint" and os.path.isfile(path):
@@ -24,7 +25,13 @@ def looks_like_checkpoint(path: str) -> bool:
     if os.path.isfile(path + ".index"):
         return True
     m = re.match(r"^(.*)\.(index|meta|data-\d+-of-\d+)$", path)
-    return bool(m) and os.path.isfile(m.group(1) + ".index")
+    if m and os.path.isfile(m.group(1) + ".index"):
+        return True
+    # data files without their index: a damaged checkpoint, which SaverRestore reports as such
+    import glob
+
+    prefix = m.group(1) if m else path
+    return bool(glob.glob(glob.escape(prefix) + ".data-*-of-*"))
 
 
 @trainbus.hookimpl
