@@ -191,3 +191,18 @@ def test_stop_training_from_trigger_step_finalizes_every_callback(logdir):
     # the saver's after_train ran with a usable session: the final checkpoint is at step 11
     assert (logdir / "model-11.index").is_file()
     assert tf.train.load_variable(str(logdir / "model-11"), "global_step") == 11
+
+
+def test_options_without_run_metadata_are_honoured():
+    """RunOptions alone (no RunMetadata) still reach the run: a 50 ms timeout on a dequeue from
+    an empty queue raises DeadlineExceededError instead of blocking."""
+    g = tf.Graph()
+    with g.as_default():
+        x = tf1.placeholder(tf.float32, [None], name="x")
+        q = tf1.FIFOQueue(2, [tf.float32], shapes=[[]])
+        got = q.dequeue() + tf.reduce_sum(x)
+        with tf1.Session(graph=g) as sess:
+            fast = make_step_callable(sess, got, [], [x], None, True)
+            assert "_generic" not in fast.__qualname__
+            with pytest.raises(tf.errors.DeadlineExceededError):
+                fast(np.ones((2,), "float32"), options=tf1.RunOptions(timeout_in_ms=50))
