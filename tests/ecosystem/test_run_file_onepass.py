@@ -64,7 +64,7 @@ def test_a_type_error_and_three_constructor_mistakes_in_one_report(rundir) -> No
                    (_line(p, "schedule = "), "callbacks[2].args.schedule"),
                    (_line(p, 'max_epoch = "two"'), "train.max_epoch")], got
     msgs = [pr.message for pr in problems]
-    assert "max_to_keep must be an integer" in msgs[0] and "got 'x'" in msgs[0]
+    assert "max_to_keep = 'x' is a string, but ModelSaver takes int | None" in msgs[0]  # the annotation
     assert "every_k_steps must be a positive integer" in msgs[1]
     assert "strictly increasing" in msgs[2]
     assert "max_epoch must be an integer >= 1, got 'two'" in msgs[3]
@@ -150,3 +150,27 @@ def test_dry_run_says_what_happens_to_the_log_directory(rundir) -> None:
     out = load_run_file(p).dry_run()
     assert f"{log} (if not empty: d; start over; acted on when training starts)" in out
     assert not log.exists()
+
+
+def test_values_of_the_wrong_type_for_annotated_parameters(rundir) -> None:
+    """A value whose TOML type fits no annotation of its parameter is a mistake of the file
+    even when the constructor would take it (and fail only later, during training)."""
+    p = rundir / "types.toml"
+    p.write_text(
+        '[model]\nclass = "tinyrun:LinearNet"\n'                                               # 1-2
+        '[data]\nfunction = "tinyrun:make_data"\nargs = { n = "64" }\n'                        # 3-5
+        '[[callbacks]]\nname = "EarlyStopping"\n'                                              # 6-7
+        'args = { monitor_stat = "cost", patience = "3", min_delta = 1, restore_best = 1 }\n'  # 8
+        '[[callbacks]]\nname = "ModelSaver"\n'                                                 # 9-10
+        'args = { var_collections = ["variables"], checkpoint_dir = 5 }\n'                     # 11
+        '[[monitors]]\nname = "TFEventWriter"\nargs = { flush_secs = 10 }\n')                  # 12-14
+    problems = _problems(p)
+    assert [(pr.line, pr.where) for pr in problems] == [
+        (5, "data.args.n"), (8, "callbacks[0].args.patience"), (8, "callbacks[0].args.restore_best"),
+        (11, "callbacks[1].args.checkpoint_dir")]
+    assert problems[1].message.startswith("EarlyStopping: patience = '3' is a string, but EarlyStopping takes int")
+    assert "checkpoint_dir = 5 is an integer, but ModelSaver takes str | None" in problems[3].message
+    # an integer for a float parameter, an array for a Sequence, are fine
+    p.write_text(p.read_text().replace('"64"', "64").replace('"3"', "3").replace("restore_best = 1", "restore_best = true")
+                 .replace("checkpoint_dir = 5", 'checkpoint_dir = "ckpt"'))
+    assert len(load_run_file(p).callbacks) == 2

@@ -45,13 +45,17 @@ anything starts (:class:`RunConfigError`).
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import difflib
 import importlib
+import inspect
 import os
 import re
 import pathlib
 import sys
+import types
+import typing
 from typing import Any, Iterator
 
 try:
@@ -424,12 +428,19 @@ class _Checker:
 
     def check_call(self, path: Path, target: Any, name: str, args: dict[str, Any]) -> bool:
         try:
-            compose.check_arguments(target, (), args, label=name)
+            bound = compose.check_arguments(target, (), args, label=name)
         except compose.ComponentArgumentError as e:
             bad = [k for k in args if f"{k!r} is not a parameter" in str(e)]
             self.problem(path + ("args", bad[0]) if bad else path + ("args",), f"{e} Fix args = {{...}} of this entry.")
             return False
-        return True
+        ok = True
+        for key, annotation, value in _annotated_arguments(target, bound):
+            if _fits(annotation, value) is False:
+                self.problem(path + ("args", key), f"{name}: {key} = {value!r} is {_toml_kind(value)}, but {name} takes "
+                                                   f"{_annotation_text(target, key, annotation)} for {key}; fix the "
+                                                   "value in args = {...} of this entry")
+                ok = False
+        return ok
 
     # -- one component
     def component(self, path: Path, kind: str, table: Any, name_key: str = "name") -> Component | None:
@@ -564,6 +575,78 @@ class _Checker:
                                                   "logdir_action = \"k\" (keep and resume), \"d\" (delete), \"b\" (backup) "
                                                   "or \"n\" (new directory) to [train]")
         return out
+
+
+def _annotated_arguments(target: Any, bound: inspect.BoundArguments | None) -> Iterator[tuple[str, Any, Any]]:
+    """``(name, annotation, value)`` of the arguments bound to annotated parameters (none when
+    the annotations cannot be resolved)."""
+    if bound is None:
+        return
+    func = target.__init__ if isinstance(target, type) else target
+    try:
+        hints = typing.get_type_hints(func)
+    except Exception:  # noqa: BLE001 - unresolvable annotations: nothing to check
+        return
+    params = bound.signature.parameters
+    for key, value in bound.arguments.items():
+        if key in hints and params[key].kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            yield key, hints[key], value
+
+
+_ARRAYS = (list, tuple, collections.abc.Sequence, collections.abc.MutableSequence, collections.abc.Iterable,
+           collections.abc.Collection)
+_TABLES = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
+
+
+def _fits(annotation: Any, value: Any) -> bool | None:
+    """Whether a value read from TOML fits a parameter's annotation: True, False, or None when
+    it cannot be told (classes, callables, ``Any``, nested components)."""
+    if isinstance(value, Component) or annotation is Any:
+        return None
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        results = [_fits(a, value) for a in typing.get_args(annotation)]
+        return True if True in results else (None if None in results else False)
+    if annotation is type(None):
+        return False  # TOML has no null
+    if origin is not None:
+        if origin in _ARRAYS:
+            return True if isinstance(value, list) else (None if isinstance(value, str) else False)
+        if origin in _TABLES:
+            return isinstance(value, dict)
+        return None
+    if annotation is bool:
+        return isinstance(value, bool)
+    if annotation is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if annotation is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if annotation is str:
+        return isinstance(value, str)
+    if annotation in (list, tuple):
+        return isinstance(value, list)
+    if annotation is dict:
+        return isinstance(value, dict)
+    return None
+
+
+def _toml_kind(value: Any) -> str:
+    for t, word in ((bool, "a boolean"), (int, "an integer"), (float, "a float"), (str, "a string"), (list, "an array"),
+                    (dict, "a table")):
+        if isinstance(value, t):
+            return word
+    return f"a {type(value).__name__}"
+
+
+def _annotation_text(target: Any, key: str, annotation: Any) -> str:
+    """The annotation as written in the signature (``'int | None'``)."""
+    try:
+        written = compose._signature(target).parameters[key].annotation
+    except (TypeError, ValueError, KeyError):
+        written = inspect.Parameter.empty
+    if isinstance(written, str):
+        return written
+    return getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
 
 
 class _import_path:
