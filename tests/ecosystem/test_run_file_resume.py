@@ -286,3 +286,32 @@ def test_delete_or_backup_starts_over_instead_of_resuming(rundir, action) -> Non
     assert len(backups) == (1 if action == "b" else 0)
     if backups:
         assert _steps(backups[0]) == [4, 8]
+
+
+def test_checkpoints_in_a_model_savers_own_directory_are_found(rundir) -> None:
+    """``ModelSaver(checkpoint_dir=...)`` elsewhere than the log directory: running the file
+    again restores from there."""
+    log, ckpt = rundir / "log", rundir / "ckpt"
+    p = _write(rundir, epochs=1)
+    p.write_text(p.read_text().replace("args = { max_to_keep = 2 }", f'args = {{ max_to_keep = 2, checkpoint_dir = "{ckpt}" }}')
+                 .replace('monitor_stat = "cost"', f'monitor_stat = "cost", checkpoint_dir = "{ckpt}"'))
+    _train_here(p)
+    assert _steps(ckpt) == [4] and _steps(log) == []
+    p.write_text(p.read_text().replace("max_epoch = 1", "max_epoch = 2"))
+    text = _train_here(p)
+    assert f"Restoring checkpoint from {ckpt / 'model-4'}" in text
+    assert _steps(ckpt) == [4, 8] and _stats(log) == [(1, 4), (2, 8)]
+
+
+def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(rundir) -> None:
+    """The newest checkpoint's data file is truncated (a crash while it was copied, a full
+    disk): running the file again resumes from the newest one that reads completely, and the
+    log says which and why."""
+    log = rundir / "log"
+    _train_here(_write(rundir, epochs=2))
+    data = log / "model-8.data-00000-of-00001"
+    data.write_bytes(data.read_bytes()[:5])
+    text = _train_here(_write(rundir, epochs=3))
+    assert f"Restoring checkpoint from {log / 'model-4'}" in text, text[-3000:]
+    assert "model-8" in text and "Setting starting_epoch to 2" in text
+    assert _stats(log) == [(1, 4), (2, 8), (3, 12)]
