@@ -193,3 +193,29 @@ def test_launch_train_with_config_acts_when_training_starts(rundir) -> None:
     text = (log / "log.log").read_text()
     assert text.index("Argv: ") < text.index("configured before training") < text.index("Start Epoch 1 ")
     assert "content of log.log" not in text
+
+
+def test_a_log_directory_that_cannot_be_created_is_a_problem_of_the_file(rundir) -> None:
+    """A file where a parent of the log directory should be: reported with the other
+    mistakes, at the logdir line, before anything happens."""
+    from trainbus.config_file import RunConfigError, train_from_file
+
+    (rundir / "blocker").write_text("a file, not a directory")
+    p = rundir / "bad.toml"
+    p.write_text(BAD.format(logdir=rundir / "blocker" / "log", action="k"))
+    with pytest.raises(RunConfigError) as err:
+        train_from_file(p)
+    got = [(pr.line, pr.where) for pr in err.value.problems]
+    line = next(i for i, text in enumerate(p.read_text().splitlines(), 1) if text.startswith("logdir = "))
+    assert len(got) == 4 and got[-1] == (line, "train.logdir"), got
+    assert f"{rundir / 'blocker'} is a file, so the log directory" in err.value.problems[-1].message
+    assert (rundir / "blocker").read_text() == "a file, not a directory"
+
+
+def test_a_log_directory_that_became_impossible_fails_with_a_clear_error(rundir) -> None:
+    """The path was fine when chosen and is not when training starts: the error names the
+    directory and says what to do."""
+    logger.set_logger_dir(str(rundir / "later" / "log"), action="k")
+    (rundir / "later").write_text("now a file")
+    with pytest.raises(NotADirectoryError, match=r"cannot create the log directory .*later/log .*choose a writable"):
+        logger.commit_logger_dir()

@@ -565,6 +565,8 @@ class _Checker:
             elif os.path.exists(logdir) and not os.path.isdir(logdir):
                 self.problem(("train", "logdir"), f"the log directory {logdir} exists and is not a directory; "
                                                   "choose another path or remove the file")
+            elif (why := _cannot_create(logdir)) is not None:
+                self.problem(("train", "logdir"), why)
             elif action == "q" and os.path.isdir(logdir) and any(not n.startswith(".") for n in os.listdir(logdir)):
                 self.problem(("train", "logdir_action"), f"the log directory {logdir} exists and is not empty, and "
                                                          "logdir_action = \"q\" says to quit; use \"k\" to resume "
@@ -647,6 +649,17 @@ def _annotation_text(target: Any, key: str, annotation: Any) -> str:
     if isinstance(written, str):
         return written
     return getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
+
+
+def _cannot_create(logdir: str) -> str | None:
+    """Why the log directory could not be created or written when training starts, or None."""
+    from trainbus.utils import logger
+
+    try:
+        logger._check_can_create(logdir)
+    except OSError as e:
+        return str(e).replace("set_logger_dir: ", "")
+    return None
 
 
 class _import_path:

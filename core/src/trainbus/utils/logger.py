@@ -140,6 +140,7 @@ def set_logger_dir(dirname: str | os.PathLike, action: str | None = None) -> Non
     if os.path.exists(dirname) and not os.path.isdir(dirname):
         raise NotADirectoryError(f"set_logger_dir: {dirname} exists and is not a directory; choose another path "
                                  "or remove the file")
+    _check_can_create(dirname)
     if _FILE_HANDLER is not None:
         _logger.removeHandler(_FILE_HANDLER)
         _FILE_HANDLER.close()
@@ -168,6 +169,23 @@ def set_logger_dir(dirname: str | os.PathLike, action: str | None = None) -> Non
     _PENDING = _PendingDir(dirname, target, act)
     _logger.addHandler(_PENDING.buffer)
     info("Argv: " + " ".join(sys.argv))
+
+
+def _check_can_create(dirname: str) -> None:
+    """Raise now (nothing done yet) if ``dirname`` could not be created or written when
+    training starts: a file in its path, or a nearest existing directory that is not writable."""
+    d = os.path.abspath(dirname)
+    while not os.path.exists(d):
+        parent = os.path.dirname(d)
+        if parent == d:
+            return
+        d = parent
+    if not os.path.isdir(d):
+        raise NotADirectoryError(f"set_logger_dir: {d} is a file, so the log directory {dirname} cannot be created; "
+                                 "choose another path")
+    if not os.access(d, os.W_OK | os.X_OK):
+        raise PermissionError(f"set_logger_dir: {d} is not writable, so the log directory {dirname} cannot be "
+                              "created or written; choose a writable place")
 
 
 def pending_logger_dir_action() -> str | None:
@@ -207,8 +225,13 @@ def commit_logger_dir() -> str | None:
         os.makedirs(pending.dirname)
     except OSError as e:
         if e.errno != errno.EEXIST:
-            raise
-    _set_file(os.path.join(pending.dirname, LOG_FILENAME))
+            raise type(e)(e.errno, f"cannot create the log directory {pending.dirname} ({e.strerror}); choose a "
+                                   "writable place with set_logger_dir(dir, ...) or logdir = ...") from e
+    try:
+        _set_file(os.path.join(pending.dirname, LOG_FILENAME))
+    except OSError as e:
+        raise type(e)(e.errno, f"cannot write {os.path.join(pending.dirname, LOG_FILENAME)} ({e.strerror}); the log "
+                               "directory must be writable") from e
     _logger.removeHandler(pending.buffer)
     _PENDING = None
     assert _FILE_HANDLER is not None
