@@ -8,6 +8,7 @@ callable cached per distinct fetch/feed structure (``Session.make_callable``).
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import time
 from typing import Any, Iterable, Sequence
@@ -256,17 +257,29 @@ def _legacy_state_matches(states: dict[str, Any], members: list[tuple[str, Any]]
     return out
 
 
-class _TrainerMeta(type):
-    """Constructs every trainer inside its graph: a subclass that builds its graph in its own
-    ``__init__`` (as tensorpack's GAN trainers do) builds in graph mode, also when eager
-    execution is on and no graph was entered."""
+def _constructs_in_graph(init: Any) -> Any:
+    """Wrap a trainer's ``__init__`` so that the outermost one of a construction runs with a
+    graph entered (the default graph in graph mode, a fresh one under eager execution): a
+    subclass that builds its graph in its own ``__init__`` (as tensorpack's GAN trainers do)
+    builds in graph mode. The signature stays the wrapped one's."""
 
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        with _graph_for_new_trainer().as_default():
-            return super().__call__(*args, **kwargs)
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if self.__dict__.get("_constructing"):  # a super().__init__ inside the same construction
+            init(self, *args, **kwargs)
+            return
+        self.__dict__["_constructing"] = True
+        try:
+            with _graph_for_new_trainer().as_default():
+                init(self, *args, **kwargs)
+        finally:
+            del self.__dict__["_constructing"]
+
+    __init__._trainbus_in_graph = True  # type: ignore[attr-defined]
+    return __init__
 
 
-class Trainer(metaclass=_TrainerMeta):
+class Trainer:
     """Base class of trainers: runs the training loop and fires the hooks of the bus.
 
     A subclass (or ``setup_graph``) builds the graph and sets ``train_op``; ``train()`` then
@@ -282,9 +295,16 @@ class Trainer(metaclass=_TrainerMeta):
     #: running it is a training iteration (takes input, increments ``global_step``).
     hooked_sess: Any = None
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is not None and not getattr(init, "_trainbus_in_graph", False):
+            cls.__init__ = _constructs_in_graph(init)  # type: ignore[method-assign]
+
+    @_constructs_in_graph
     def __init__(self, *, autoload_plugins: bool = True, disable_plugins: Iterable[str] = ()) -> None:
         self.loop = TrainLoop()
-        self.graph = _tf.tf1().get_default_graph()  # the graph _TrainerMeta entered
+        self.graph = _tf.tf1().get_default_graph()  # the graph _constructs_in_graph entered
         self._callbacks: list[Callback] = []
         self._callbacks_setup = False
         self._training_started = False
