@@ -198,3 +198,18 @@ def test_layer_argument_errors_are_clear():
             Conv2D("c2", x, 3, 3, colour="red")
         with pytest.raises(ValueError, match="data_format"):
             Conv2D("c3", x, 3, 3, data_format="NWHC")
+
+
+def test_linearwrap_tf_falls_back_to_compat_v1_names():
+    """``.tf.<name>`` takes TF 2's name first, then tf.compat.v1's (scripts written for TF 1 chain
+    ``.tf.image.resize_nearest_neighbor``, which TF 2 renamed)."""
+    xv = RNG.randn(1, 2, 2, 1).astype("float32")
+    with tf.Graph().as_default():
+        y = LinearWrap(tf.constant(xv)).tf.image.resize_nearest_neighbor([4, 4])()
+        z = LinearWrap(tf.constant(xv)).tf.multiply(3.0)()  # a TF 2 name still wins
+        out, three = _run([y, z])
+    np.testing.assert_array_equal(out[0, :, :, 0], np.repeat(np.repeat(xv[0, :, :, 0], 2, 0), 2, 1))
+    np.testing.assert_allclose(three, xv * 3)
+    with tf.Graph().as_default():
+        with pytest.raises(AttributeError, match=r"\.tf\.no_such_op: neither TensorFlow nor tf.compat.v1"):
+            LinearWrap(tf.zeros([1])).tf.no_such_op()

@@ -24,15 +24,25 @@ class LinearWrap:
     """
 
     class _TFModule:
-        def __init__(self, mod: Any, tensor: Any) -> None:
+        """``.tf.<path>``: TensorFlow's module, falling back to its ``tf.compat.v1`` counterpart
+        for the TF 1 names scripts written for tensorpack use (``.tf.image.resize_nearest_neighbor``)."""
+
+        def __init__(self, mod: Any, tensor: Any, v1: Any = None) -> None:
             self._mod = mod
+            self._v1 = v1
             self._t = tensor
 
         def __getattr__(self, name: str) -> Any:
-            attr = getattr(self._mod, name)
+            try:
+                attr = getattr(self._mod, name)
+            except AttributeError:
+                if self._v1 is None or not hasattr(self._v1, name):
+                    raise AttributeError(f"LinearWrap: .tf.{name}: neither TensorFlow nor tf.compat.v1 has it "
+                                         f"here ({getattr(self._mod, '__name__', self._mod)})") from None
+                attr = getattr(self._v1, name)
             if callable(attr):
                 return lambda *args, **kwargs: LinearWrap(attr(self._t, *args, **kwargs))
-            return LinearWrap._TFModule(attr, self._t)
+            return LinearWrap._TFModule(attr, self._t, getattr(self._v1, name, None))
 
     def __init__(self, tensor: Any) -> None:
         self._t = tensor
@@ -45,7 +55,7 @@ class LinearWrap:
             if layer_name == "tf":
                 import tensorflow as tf
 
-                return LinearWrap._TFModule(tf, self._t)
+                return LinearWrap._TFModule(tf, self._t, tf.compat.v1)
             raise AttributeError(f"LinearWrap: no registered layer named {layer_name!r} "
                                  "(register it with trainbus.models.registry.layer_register)")
         use_scope = getattr(layer, "use_scope", True)
