@@ -201,8 +201,18 @@ def test_options_without_run_metadata_are_honoured():
         x = tf1.placeholder(tf.float32, [None], name="x")
         q = tf1.FIFOQueue(2, [tf.float32], shapes=[[]])
         got = q.dequeue() + tf.reduce_sum(x)
+        close = q.close(cancel_pending_enqueues=True)
         with tf1.Session(graph=g) as sess:
             fast = make_step_callable(sess, got, [], [x], None, True)
             assert "_generic" not in fast.__qualname__
-            with pytest.raises(tf.errors.DeadlineExceededError):
-                fast(np.ones((2,), "float32"), options=tf1.RunOptions(timeout_in_ms=50))
+            # if the options were dropped the dequeue would block: closing the queue after 20 s
+            # then ends it with OutOfRangeError, a failure instead of a hang
+            import threading
+
+            closer = threading.Timer(20.0, lambda: sess.run(close))
+            closer.start()
+            try:
+                with pytest.raises(tf.errors.DeadlineExceededError):
+                    fast(np.ones((2,), "float32"), options=tf1.RunOptions(timeout_in_ms=50))
+            finally:
+                closer.cancel()
