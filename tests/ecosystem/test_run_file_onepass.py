@@ -94,7 +94,8 @@ def test_checker_and_constructor_problems_together_without_follow_up_noise(rundi
         '[train]\nstarting_epoch = 5\nmax_epoch = 3\nresume = "yes"\n')
     problems = _problems(p)
     got = {(pr.line, pr.where) for pr in problems}
-    assert got == {(7, "callbacks[0].args.triggerable.callback"), (10, "callbacks[1].args.keep_checkpoint_every_n_hours"),
+    assert got == {(7, "callbacks[0].args.triggerable.callback"),
+                   (10, "callbacks[1].args.keep_checkpoint_every_n_hours"),
                    (13, "monitors[0].args.max_queue"), (16, "train.max_epoch"), (17, "train.resume")}, problems
     text = "\n".join(pr.message for pr in problems)
     assert "Did you mean ModelSaver" in text
@@ -171,6 +172,6 @@ def test_values_of_the_wrong_type_for_annotated_parameters(rundir) -> None:
     assert problems[1].message.startswith("EarlyStopping: patience = '3' is a string, but EarlyStopping takes int")
     assert "checkpoint_dir = 5 is an integer, but ModelSaver takes str | None" in problems[3].message
     # an integer for a float parameter, an array for a Sequence, are fine
-    p.write_text(p.read_text().replace('"64"', "64").replace('"3"', "3").replace("restore_best = 1", "restore_best = true")
-                 .replace("checkpoint_dir = 5", 'checkpoint_dir = "ckpt"'))
+    fixed = p.read_text().replace('"64"', "64").replace('"3"', "3").replace("restore_best = 1", "restore_best = true")
+    p.write_text(fixed.replace("checkpoint_dir = 5", 'checkpoint_dir = "ckpt"'))
     assert len(load_run_file(p).callbacks) == 2

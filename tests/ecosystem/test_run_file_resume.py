@@ -285,8 +285,9 @@ def test_checkpoints_in_a_model_savers_own_directory_are_found(rundir) -> None:
     again restores from there."""
     log, ckpt = rundir / "log", rundir / "ckpt"
     p = _write(rundir, epochs=1)
-    p.write_text(p.read_text().replace("args = { max_to_keep = 2 }", f'args = {{ max_to_keep = 2, checkpoint_dir = "{ckpt}" }}')
-                 .replace('monitor_stat = "cost"', f'monitor_stat = "cost", checkpoint_dir = "{ckpt}"'))
+    saver_args = f'args = {{ max_to_keep = 2, checkpoint_dir = "{ckpt}" }}'
+    text = p.read_text().replace("args = { max_to_keep = 2 }", saver_args)
+    p.write_text(text.replace('monitor_stat = "cost"', f'monitor_stat = "cost", checkpoint_dir = "{ckpt}"'))
     _train_here(p)
     assert _steps(ckpt) == [4] and _steps(log) == []
     p.write_text(p.read_text().replace("max_epoch = 1", "max_epoch = 2"))

@@ -122,7 +122,8 @@ def provider_of(group_or_kind: str, name: str) -> str:
 def _signature(target: Any) -> inspect.Signature:
     """The call signature of ``target``. For a class whose metaclass defines ``__call__``
     (which hides the constructor behind ``*args, **kwargs``), that of its ``__init__``."""
-    if isinstance(target, type) and type(target).__call__ is not type.__call__ and target.__init__ is not object.__init__:
+    custom_call = isinstance(target, type) and type(target).__call__ is not type.__call__
+    if custom_call and target.__init__ is not object.__init__:
         sig = inspect.signature(target.__init__)
         return sig.replace(parameters=list(sig.parameters.values())[1:])
     return inspect.signature(target)

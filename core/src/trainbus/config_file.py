@@ -436,9 +436,10 @@ class _Checker:
         ok = True
         for key, annotation, value in _annotated_arguments(target, bound):
             if _fits(annotation, value) is False:
-                self.problem(path + ("args", key), f"{name}: {key} = {value!r} is {_toml_kind(value)}, but {name} takes "
-                                                   f"{_annotation_text(target, key, annotation)} for {key}; fix the "
-                                                   "value in args = {...} of this entry")
+                takes = _annotation_text(target, key, annotation)
+                self.problem(path + ("args", key), f"{name}: {key} = {value!r} is {_toml_kind(value)}, but {name} "
+                                                   f"takes {takes} for {key}; fix the value in args = {{...}} of "
+                                                   "this entry")
                 ok = False
         return ok
 
@@ -830,7 +831,8 @@ class RunPlan:
             raise RunConfigError(self.filename, [Problem(None, "(file)", "the plan has no model, data or trainer")])
         n_cb = len(self.callbacks)
         monitors_c = self.monitors or []
-        comps = [*self.callbacks, *monitors_c, self.trainer, self.model] + ([self.session_init] if self.session_init else [])
+        comps = [*self.callbacks, *monitors_c, self.trainer, self.model]
+        comps += [self.session_init] if self.session_init else []
         built, build_problems = _build_collect(comps)
         problems += build_problems
         callbacks, monitors = built[:n_cb], (built[n_cb:n_cb + len(monitors_c)] if self.monitors is not None else None)

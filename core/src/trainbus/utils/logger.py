@@ -15,8 +15,9 @@ import sys
 from datetime import datetime
 
 
-__all__ = ["set_logger_dir", "auto_set_dir", "get_logger_dir", "commit_logger_dir", "pending_logger_dir_action", "info", "warning", "warn", "error",
-           "exception", "debug", "critical", "setLevel", "addFilter", "LOG_FILENAME"]
+__all__ = ["set_logger_dir", "auto_set_dir", "get_logger_dir", "commit_logger_dir", "pending_logger_dir_action",
+           "info", "warning", "warn", "error", "exception", "debug", "critical", "setLevel", "addFilter",
+           "LOG_FILENAME"]
 
 LOG_FILENAME = "log.log"
 
@@ -164,7 +165,8 @@ def set_logger_dir(dirname: str | os.PathLike, action: str | None = None) -> Non
         if act == "n":
             target = dirname + _get_time_str()
         elif act not in ("k", "d", "b"):
-            raise FileExistsError(f"log directory {dirname} exists and set_logger_dir was told to quit (action {act!r})")
+            raise FileExistsError(f"log directory {dirname} exists and set_logger_dir was told to quit "
+                                  f"(action {act!r})")
     LOG_DIR = target
     _PENDING = _PendingDir(dirname, target, act)
     _logger.addHandler(_PENDING.buffer)
