@@ -308,3 +308,23 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(rundir) -> N
     assert f"Restoring checkpoint from {log / 'model-4'}" in text, text[-3000:]
     assert "model-8" in text and "Setting starting_epoch to 2" in text
     assert _stats(log) == [(1, 4), (2, 8), (3, 12)]
+
+
+def test_nothing_to_resume_from_is_reported_as_a_problem_of_the_run(rundir) -> None:
+    """Every checkpoint of the log directory is damaged: the run reports it (with what to do)
+    like the file's other problems, starts nothing and leaves the directory as it was."""
+    from trainbus.config_file import RunConfigError, train_from_file
+
+    log = rundir / "log"
+    _train_here(_write(rundir, epochs=1))
+    data = log / "model-4.data-00000-of-00001"
+    data.write_bytes(data.read_bytes()[:5])
+    before = sorted((x.name, x.stat().st_size) for x in log.iterdir())
+    p = _write(rundir, epochs=2)
+    with pytest.raises(RunConfigError) as err:
+        train_from_file(p)
+    (problem,) = err.value.problems
+    assert problem.where == "train.logdir" and problem.line == p.read_text().splitlines().index(f'logdir = "{log}"') + 1
+    assert "cannot resume from the log directory" in problem.message and "model-4" in problem.message
+    assert "resume = false" in problem.message
+    assert sorted((x.name, x.stat().st_size) for x in log.iterdir()) == before

@@ -865,7 +865,17 @@ class RunPlan:
             else:
                 config = TrainConfig(**kw)
         except (TypeError, ValueError) as e:
-            raise RunConfigError(self.filename, [Problem(None, "train", str(e))]) from e
+            from trainbus.utils.cbstate import DamagedCheckpointError
+            from trainbus.utils.stats import CorruptStatsError
+
+            if resume and isinstance(e, (DamagedCheckpointError, CorruptStatsError)):
+                # nothing of the log directory can be resumed from: say so, and how to start over
+                problem = Problem(self.loop_lines.get("logdir"), "train.logdir",
+                                  f"cannot resume from the log directory: {e} (or set resume = false, or "
+                                  "logdir_action = \"b\" to start over with the old content backed up)")
+            else:
+                problem = Problem(None, "train", str(e))
+            raise RunConfigError(self.filename, [problem]) from e
         launch_train_with_config(config, trainer)
         return trainer
 
