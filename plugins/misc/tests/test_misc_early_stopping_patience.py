@@ -40,3 +40,22 @@ def test_improvement_smaller_than_min_delta_does_not_reset(logdir):
                                _record_wait(es, waits)], max_epoch=8)
     assert waits == [0, 1, 2, 0, 1, 2]
     assert tr.epoch_num == 7 and es.best == 9.0 and es.best_step == 4 * 8
+
+
+@pytest.mark.parametrize("mode", ["min", "max"])
+def test_an_equal_value_is_not_an_improvement(logdir, tb_log, mode):
+    """With min_delta=0 a value equal to the best does not improve on it: it counts toward the
+    patience, and each such trigger is logged with the count."""
+    es = cbs.EarlyStopping("metric", patience=2, mode=mode)
+    tr = train_tiny(callbacks=[_put("metric", [1.0, 1.0, 1.0, 1.0]), es], max_epoch=4)
+    assert tr.epoch_num == 3 and es.wait == 2 and es.best_step == 8
+    msgs = [r.getMessage() for r in tb_log if r.getMessage().startswith("EarlyStopping: metric=")]
+    assert msgs == ["EarlyStopping: metric=1 did not improve on 1 (step 8) for 1/2 trigger(s).",
+                    "EarlyStopping: metric=1 did not improve on 1 (step 8) for 2/2 trigger(s)."]
+
+
+def test_defaults_and_fresh_state():
+    es = cbs.EarlyStopping("v")
+    assert (es.patience, es.min_delta, es.mode, es.restore_best) == (5, 0.0, "min", False)
+    assert (es.best, es.best_step, es.wait, es.stopped_epoch) == (None, None, 0, None)
+    assert es._state_dict() == {"best": None, "best_step": None, "wait": 0, "last_seen_step": None}
