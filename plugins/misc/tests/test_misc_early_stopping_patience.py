@@ -59,3 +59,17 @@ def test_defaults_and_fresh_state():
     assert (es.patience, es.min_delta, es.mode, es.restore_best) == (5, 0.0, "min", False)
     assert (es.best, es.best_step, es.wait, es.stopped_epoch) == (None, None, 0, None)
     assert es._state_dict() == {"best": None, "best_step": None, "wait": 0, "last_seen_step": None}
+
+
+def test_restore_best_after_resume_without_the_weights_in_memory_warns(logdir, tb_log):
+    """Resumed with a best value from before (its weights are not in memory) and no new best:
+    the weights are kept and a warning says why; with no best at all, nothing is said."""
+    resumed = cbs.EarlyStopping("val", patience=5, restore_best=True)
+    resumed._load_state_dict({"best": 0.5, "best_step": 8, "wait": 0, "last_seen_step": 8})
+    train_tiny(callbacks=[_put("val", [0.9, 0.8]), resumed], max_epoch=2)
+    warned = [r.getMessage() for r in tb_log if "not in memory" in r.getMessage()]
+    assert warned == ["EarlyStopping: the best weights were seen before resuming and are not in memory; the "
+                      "current weights are kept."]
+    tb_log.clear()
+    train_tiny(callbacks=[cbs.EarlyStopping("never_put", restore_best=True)], max_epoch=1)
+    assert not [r for r in tb_log if "not in memory" in r.getMessage()]
