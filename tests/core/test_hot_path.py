@@ -107,6 +107,10 @@ def test_train_op_with_callback_fetches_returns_them(graph_and_sess):
     np.testing.assert_array_equal(extra[0][0], data)
     assert extra[1] == 6.0
     assert sess.run(v) == 1.0
+    # a callback that fetches only an operation still gets its (None) result back
+    with g.as_default():
+        other = tf.group(z, name="other_op")
+    assert make_step_callable(sess, op, [other], [x], inc, False)(data) == (None, [None])
 
 
 def test_options_and_run_metadata(graph_and_sess):

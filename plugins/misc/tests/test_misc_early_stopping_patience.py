@@ -73,3 +73,16 @@ def test_restore_best_after_resume_without_the_weights_in_memory_warns(logdir, t
     tb_log.clear()
     train_tiny(callbacks=[cbs.EarlyStopping("never_put", restore_best=True)], max_epoch=1)
     assert not [r for r in tb_log if "not in memory" in r.getMessage()]
+
+
+def test_restore_best_says_which_weights_it_restored(logdir, tb_log):
+    es = cbs.EarlyStopping("val", patience=1, restore_best=True)
+    train_tiny(callbacks=[_put("val", [3.0, 1.0, 2.0]), es], max_epoch=3)
+    assert [r.getMessage() for r in tb_log if "restored the weights" in r.getMessage()] == [
+        "EarlyStopping: restored the weights of the best val=1 (step 16)."]
+
+
+def test_state_without_a_wait_entry_loads_as_zero():
+    es = cbs.EarlyStopping("v")
+    es._load_state_dict({"best": 1.0, "best_step": 8})
+    assert (es.best, es.best_step, es.wait) == (1.0, 8, 0)
