@@ -175,3 +175,35 @@ def test_values_of_the_wrong_type_for_annotated_parameters(rundir) -> None:
     fixed = p.read_text().replace('"64"', "64").replace('"3"', "3").replace("restore_best = 1", "restore_best = true")
     p.write_text(fixed.replace("checkpoint_dir = 5", 'checkpoint_dir = "ckpt"'))
     assert len(load_run_file(p).callbacks) == 2
+
+
+def test_a_real_run_builds_each_component_once(rundir) -> None:
+    """Checking does not cost a second construction: a callback (and the object in its
+    arguments) is built once by ``train_from_file``; ``load_run_file`` builds a throwaway one."""
+    from trainbus.config_file import train_from_file
+    from trainbus.utils import logger
+
+    (rundir / "counted.py").write_text(
+        "from trainbus.callbacks import Callback\n\n"
+        "def _count(name):\n"
+        "    with open('built.txt', 'a') as f:\n"
+        "        f.write(name + '\\n')\n\n"
+        "class Counted(Callback):\n"
+        "    def __init__(self, tag: str = 'cb') -> None:\n"
+        "        _count(tag)\n\n"
+        "def make_tag() -> str:\n"
+        "    _count('tag')\n"
+        "    return 'cb'\n")
+    p = rundir / "run.toml"
+    p.write_text('[model]\nclass = "tinyrun:LinearNet"\n[data]\nfunction = "tinyrun:make_data"\nargs = { n = 16 }\n'
+                 '[[callbacks]]\nname = "PeriodicTrigger"\n'
+                 'args = { triggerable = { object = "counted:Counted", args = { tag = { object = "counted:make_tag", '
+                 'args = {} } } }, every_k_steps = 1 }\n'
+                 f'[train]\nmax_epoch = 1\nlogdir = "{rundir / "log"}"\nlogdir_action = "k"\ndefault_callbacks = false\n')
+    try:
+        train_from_file(p)
+    finally:
+        logger._reset_for_tests()
+    assert (rundir / "built.txt").read_text().split() == ["tag", "cb"]
+    load_run_file(p)
+    assert (rundir / "built.txt").read_text().split() == ["tag", "cb", "tag", "cb"]

@@ -715,11 +715,7 @@ class RunPlan:
         values out of range, unsorted schedules ...). Components under a place that already
         has a problem in ``skip`` are not built. Neither the data nor the trainer is built:
         they may be expensive or start services."""
-        bad = [p.where for p in skip]
-
-        def clean(c: Component) -> bool:
-            return not any(w == c.label or w.startswith(c.label + ".") or w.startswith(c.label + "[") for w in bad)
-
+        clean = _clean_of(skip)
         comps = [c for c in (*self.callbacks, *(self.monitors or []), self.session_init, self.model)
                  if c is not None and clean(c)]
         with _quiet_plugin_log(), _stand_in_logdir(True):
@@ -793,18 +789,19 @@ class RunPlan:
             self._build_all([c for c in (self.trainer, self.session_init, self.model) if c is not None])
             return self.describe(callbacks, extra, monitors if monitors is not None else DEFAULT_MONITORS())
 
-    def train(self) -> Any:
-        """Build everything and check the run, reporting every problem at once (with lines);
-        then train. Nothing is deleted, moved or created in the log directory before every
-        check passed: ``logdir_action`` is carried out when training starts. With ``resume``
-        (the default) and a log directory, the run continues from the newest checkpoint there
-        (``AutoResumeTrainConfig``). Returns the trainer."""
+    def train(self, problems: list[Problem] | None = None) -> Any:
+        """Build everything and check the run, reporting every problem at once (with lines),
+        with ``problems`` (those the file's check found, if it was not raised); then train.
+        Each component is built once. Nothing is deleted, moved or created in the log
+        directory before every check passed: ``logdir_action`` is carried out when training
+        starts. With ``resume`` (the default) and a log directory, the run continues from the
+        newest checkpoint there (``AutoResumeTrainConfig``). Returns the trainer."""
         from trainbus.utils import logger
 
-        problems: list[Problem] = []
+        problems = list(problems or [])
         prev_dir = logger.get_logger_dir()
         logdir = self.loop.get("logdir")
-        if logdir:
+        if logdir and not any(p.where.startswith("train.logdir") for p in problems):
             # chosen now (constructors read it), acted on when training starts
             try:
                 logger.set_logger_dir(logdir, action=self.loop.get("logdir_action"))
@@ -827,17 +824,18 @@ class RunPlan:
         from trainbus.train.tower import SingleCostTrainer
         from trainbus.utils import logger
 
-        if self.model is None or self.data is None or self.trainer is None:
+        if (self.model is None or self.data is None or self.trainer is None) and not problems:
             raise RunConfigError(self.filename, [Problem(None, "(file)", "the plan has no model, data or trainer")])
         n_cb = len(self.callbacks)
         monitors_c = self.monitors or []
-        comps = [*self.callbacks, *monitors_c, self.trainer, self.model]
-        comps += [self.session_init] if self.session_init else []
-        built, build_problems = _build_collect(comps)
+        comps = [*self.callbacks, *monitors_c, self.trainer, self.model, self.session_init]
+        # a component under a place that already has a problem is not built (its error would
+        # only repeat that problem)
+        clean = _clean_of(problems)
+        built, build_problems = _build_collect([c if c is not None and clean(c) else None for c in comps])
         problems += build_problems
         callbacks, monitors = built[:n_cb], (built[n_cb:n_cb + len(monitors_c)] if self.monitors is not None else None)
-        trainer, model = built[n_cb + len(monitors_c):n_cb + len(monitors_c) + 2]
-        sessinit = built[-1] if self.session_init else None
+        trainer, model, sessinit = built[n_cb + len(monitors_c):]
         if model is not None and not isinstance(model, ModelDescBase):
             problems.append(Problem(self.model.line, "model", f"{self.model.name} built {model!r}, which is not a "
                                                               "ModelDesc; name a ModelDesc subclass"))
@@ -901,11 +899,24 @@ def _line_order(p: Problem) -> tuple[bool, int]:
     return (p.line is None, p.line or 0)
 
 
-def _build_collect(comps: list[Component]) -> tuple[list[Any], list[Problem]]:
-    """Build each component; ``(built or None each, problems)``."""
+def _clean_of(problems: list[Problem]) -> Any:
+    """A test of whether a component is free of the places these problems name."""
+    bad = [p.where for p in problems]
+
+    def clean(c: Component) -> bool:
+        return not any(w == c.label or w.startswith(c.label + ".") or w.startswith(c.label + "[") for w in bad)
+
+    return clean
+
+
+def _build_collect(comps: list[Component | None]) -> tuple[list[Any], list[Problem]]:
+    """Build each component (None stays None); ``(built or None each, problems)``."""
     built: list[Any] = []
     problems: list[Problem] = []
     for c in comps:
+        if c is None:
+            built.append(None)
+            continue
         try:
             built.append(c.build())
         except Exception as e:  # noqa: BLE001 - reported all at once with lines
@@ -968,7 +979,22 @@ class _quiet_plugin_log:
 
 
 def load_run_file(path: str | os.PathLike) -> RunPlan:
-    """Read and check a run file; every problem is reported at once (:class:`RunConfigError`)."""
+    """Read and check a run file; every problem is reported at once (:class:`RunConfigError`),
+    including what the constructors of its callbacks, monitors, session initializer and model
+    reject (they are built in a throwaway log directory, then dropped)."""
+    plan, problems = _check_file(path)
+    p = pathlib.Path(path)
+    # what the constructors reject belongs to the same report (one pass, not one per fix)
+    with _import_path(p.resolve().parent):
+        problems += plan.construction_problems(skip=problems)
+    if problems:
+        raise RunConfigError(plan.filename, sorted(problems, key=_line_order))
+    return plan
+
+
+def _check_file(path: str | os.PathLike) -> tuple[RunPlan, list[Problem]]:
+    """The checked plan and the problems of the file's text (names, signatures, annotated
+    types, loop options); raises only when the file cannot be read or parsed."""
     p = pathlib.Path(path)
     fname = str(path)
     try:
@@ -987,21 +1013,16 @@ def load_run_file(path: str | os.PathLike) -> RunPlan:
     checker = _Checker(doc, scan_key_lines(text), p.resolve().parent)
     plan = checker.check()
     plan.filename = fname
-    problems = list(checker.problems)
-    # what the constructors reject belongs to the same report (one pass, not one per fix)
-    with _import_path(p.resolve().parent):
-        problems += plan.construction_problems(skip=problems)
-    if problems:
-        raise RunConfigError(fname, sorted(problems, key=_line_order))
-    return plan
+    return plan, list(checker.problems)
 
 
 def train_from_file(path: str | os.PathLike, dry_run: bool = False) -> Any:
     """Check the run file, then train (returns the trainer) or, with ``dry_run``, return the
-    plan's description without training."""
-    plan = load_run_file(path)
+    plan's description without training. Either way every mistake is reported at once; a
+    real run builds each component once (with the run's log directory chosen, not acted on)."""
     if dry_run:
-        return plan.dry_run()
+        return load_run_file(path).dry_run()
+    plan, problems = _check_file(path)
     with _import_path(pathlib.Path(path).resolve().parent):
-        return plan.train()
+        return plan.train(problems)
 
