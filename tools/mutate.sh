@@ -19,7 +19,8 @@ declare -A TARGETS=(
   [param]="plugins/param/src/trainbus_param/_setters.py=plugins/param/tests"
   [saver]="plugins/saver/src/trainbus_saver/_saver.py=plugins/saver/tests"
   [earlystopping]="plugins/misc/src/trainbus_misc/_misc.py:EarlyStopping=plugins/misc/tests#early_stopping"
-  [jsonwriter]="plugins/monitor-json/src/trainbus_monitor_json/__init__.py=plugins/monitor-json/tests"
+  # the SIGKILL timing test is left out: slow, and not deterministic about what it catches
+  [jsonwriter]="plugins/monitor-json/src/trainbus_monitor_json/__init__.py=plugins/monitor-json/tests#not sigkill"
   [sessinit]="plugins/sessinit/src/trainbus_sessinit/_restore.py=plugins/sessinit/tests"
   [smartinit]="plugins/sessinit/src/trainbus_sessinit/_smart.py=plugins/sessinit/tests"
 )
