@@ -727,7 +727,7 @@ class RunPlan:
         built = self._build_all([*self.callbacks, *monitors_c])
         callbacks = built[:len(self.callbacks)]
         monitors = built[len(self.callbacks):] if self.monitors is not None else None
-        return callbacks, DEFAULT_CALLBACKS_of(self.loop), monitors
+        return callbacks, _default_callbacks_of(self.loop), monitors
 
     def describe(self, callbacks: list[Any] | None = None, extra: list[Any] | None = None,
                  monitors: list[Any] | None = None) -> str:
@@ -848,7 +848,7 @@ class RunPlan:
         if not (is_dataflow(data) or isinstance(data, InputSource)):
             raise RunConfigError(self.filename, [Problem(self.data.line, "data", f"{self.data.describe()} returned "
                                                  f"{data!r}; it must return a DataFlow or an InputSource")])
-        extra = DEFAULT_CALLBACKS_of(self.loop)
+        extra = _default_callbacks_of(self.loop)
         kw = dict(model=model, callbacks=callbacks, extra_callbacks=extra, monitors=monitors,
                   starting_epoch=self.loop.get("starting_epoch", 1),
                   steps_per_epoch=self.loop.get("steps_per_epoch"), max_epoch=self.loop.get("max_epoch", 99999))
@@ -878,7 +878,7 @@ class RunPlan:
         return trainer
 
 
-def DEFAULT_CALLBACKS_of(loop: dict[str, Any]) -> list[Any]:
+def _default_callbacks_of(loop: dict[str, Any]) -> list[Any]:
     """``DEFAULT_CALLBACKS()`` unless the run file says ``default_callbacks = false``."""
     from trainbus.train.config import DEFAULT_CALLBACKS
 
