@@ -35,12 +35,16 @@ initializer by their registered names (``trainbus plugins`` lists them)::
     starting_epoch = 1
     logdir = "train_log/net"         # optional; relative to the current directory
     logdir_action = "k"              # k(eep) d(elete) b(ackup) n(ew) q(uit), if logdir is not empty
+    resume = true                    # continue from the newest checkpoint in logdir (the default)
     default_callbacks = true         # append DEFAULT_CALLBACKS() (tensorpack's extra_callbacks)
 
 ``module`` paths are imported with the run file's directory and the current directory on
-``sys.path``. Every mistake (unknown names, arguments that do not fit a signature, missing
-plugins, bad loop options) is collected and reported at once, each with its line, before
-anything starts (:class:`RunConfigError`).
+``sys.path``. Every mistake (unknown names, arguments that do not fit a signature or the
+types it is annotated with, missing plugins, bad loop options, what the constructors reject)
+is collected and reported at once, each with its line, before anything starts
+(:class:`RunConfigError`); ``logdir_action`` is carried out only when training starts, so a
+run with mistakes leaves the file system as it was. Running a file again continues the run
+from the newest checkpoint of its log directory (``AutoResumeTrainConfig``).
 """
 
 from __future__ import annotations
