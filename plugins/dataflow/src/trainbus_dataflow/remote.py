@@ -109,9 +109,9 @@ class RemoteDataZMQ(DataFlow):
             try:
                 for addr in self._addrs:
                     s = ctx.socket(zmq.PULL)
+                    sockets.append(s)  # closed below even when binding fails (else ctx.term() waits for it)
                     s.set_hwm(self._hwm)
                     _bind_or_connect(s, addr, self._bind, "RemoteDataZMQ")
-                    sockets.append(s)
                 if len(sockets) == 1:
                     while True:
                         dp = loads(sockets[0].recv(copy=False).buffer)
