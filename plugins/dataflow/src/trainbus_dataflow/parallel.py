@@ -27,6 +27,7 @@ import itertools
 import multiprocessing as mp
 import os
 import queue
+import signal
 import sys
 import tempfile
 import threading
@@ -190,9 +191,13 @@ def repeat_iter(get_iterable: Callable[[], Any]) -> Iterator[Any]:
 
 
 def die_with_parent(parent_pid: int, warn: bool = True) -> None:
-    """In a worker process: have the kernel kill it when its parent dies (``enable_death_signal``),
-    and exit now if the parent already died before that took effect (a death signal set after the
-    parent's death is never delivered)."""
+    """In a worker process: ignore SIGINT (a Ctrl-C reaches the whole process group; the parent
+    handles it and stops its workers, which must keep serving until then, also when the parent
+    started them from a thread where they could not be started with SIGINT masked), have the
+    kernel kill the worker when its parent dies (``enable_death_signal``), and exit now if the
+    parent already died before that took effect (a death signal set after the parent's death is
+    never delivered)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     enable_death_signal(_warn=warn)
     if os.getppid() != parent_pid:
         os._exit(1)
