@@ -1,0 +1,78 @@
+"""JSONWriter at the edges of resuming: one record per epoch, the rewrite before the first step
+when later records were dropped, and the warning without a log directory."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import trainbus.callbacks
+from trainbus.callbacks import Callback
+from trainbus.testing import train_tiny
+from trainbus.tfutils.sessinit import SessionInit
+
+
+class PutPerEpoch(Callback):
+    """``epoch_val`` at every epoch end only (one record per epoch); records the content of
+    stats.json at the start of every epoch in ``seen``."""
+
+    def __init__(self) -> None:
+        self.seen: list = []
+
+    def _before_epoch(self) -> None:
+        from trainbus.utils import logger
+
+        path = os.path.join(logger.get_logger_dir(), "stats.json")
+        self.seen.append(json.load(open(path, encoding="utf-8")) if os.path.exists(path) else None)
+
+    def _trigger(self) -> None:
+        self.trainer.monitors.put_scalar("epoch_val", 100.0 * self.trainer.epoch_num)
+
+
+class SetGlobalStep(SessionInit):
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def _setup_graph(self) -> None:
+        from trainbus.tfutils.common import get_global_step_var
+
+        self._op = get_global_step_var().assign(self.step)
+
+    def _run_init(self, sess) -> None:
+        sess.run(self._op)
+
+
+def _stats(logdir):
+    with open(os.path.join(logdir, "stats.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def test_one_record_per_epoch_continues_at_the_next_epoch(logdir):
+    """The earlier run's LAST record decides which epoch it reached (not an earlier one)."""
+    JSONWriter = trainbus.callbacks.JSONWriter
+    train_tiny(callbacks=[PutPerEpoch()], monitors=[JSONWriter()], max_epoch=3, steps_per_epoch=2)
+    assert [r["epoch_num"] for r in _stats(logdir)] == [1, 2, 3]
+    train_tiny(callbacks=[PutPerEpoch()], monitors=[JSONWriter()], max_epoch=5, steps_per_epoch=2,
+               starting_epoch=4, session_init=SetGlobalStep(6))
+    assert [(r["epoch_num"], r["global_step"]) for r in _stats(logdir)] == [(1, 2), (2, 4), (3, 6), (4, 8), (5, 10)]
+    assert not [p for p in os.listdir(logdir) if p.startswith("stats.json.")]  # appended, no backup
+
+
+def test_dropped_records_are_gone_from_the_file_before_the_first_step(logdir):
+    """Resuming from an earlier checkpoint: the records after it leave stats.json at once (a
+    kill before the next epoch end must not leave the future of another timeline)."""
+    JSONWriter = trainbus.callbacks.JSONWriter
+    train_tiny(callbacks=[PutPerEpoch()], monitors=[JSONWriter()], max_epoch=4, steps_per_epoch=2)
+    probe = PutPerEpoch()
+    train_tiny(callbacks=[probe], monitors=[JSONWriter()], max_epoch=3, steps_per_epoch=2, starting_epoch=3,
+               session_init=SetGlobalStep(4))
+    assert [r["epoch_num"] for r in probe.seen[0]] == [1, 2]  # at the start of epoch 3, before any step
+    assert [r["epoch_num"] for r in _stats(logdir)] == [1, 2, 3]
+
+
+def test_without_logger_dir_the_warning_says_so(tmp_path, monkeypatch, tb_log):
+    monkeypatch.chdir(tmp_path)
+    writer = trainbus.callbacks.JSONWriter()
+    assert not writer.enabled and str(writer) == "JSONWriter(disabled: no logger directory)"
+    assert [r.getMessage() for r in tb_log if "JSONWriter" in r.getMessage()] == [
+        "JSONWriter: the logger directory was not set (logger.set_logger_dir); JSONWriter is ignored."]
