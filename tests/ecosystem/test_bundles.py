@@ -14,7 +14,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 OPT_IN = {"trainbus-monitor-comet", "trainbus-monitor-mlflow"}
-GROUP_MODULES = ("trainbus.callbacks", "trainbus.train", "trainbus.tfutils.sessinit")
+GROUP_MODULES = ("trainbus.callbacks", "trainbus.train", "trainbus.tfutils.sessinit", "trainbus.dataflow")
 
 
 def _bundles() -> dict[str, set[str]]:
@@ -46,13 +46,19 @@ def _first_party_names() -> dict[tuple[str, str], str]:
 
 
 _RESOLVE_ALL = """
-import importlib, json, sys
+import importlib, inspect, json, sys
 out = {}
 for group, name in json.loads(sys.argv[1]):
     mod = importlib.import_module(group)
     try:
         obj = getattr(mod, name)
-        out[group + "." + name] = "ok" if getattr(obj, "__name__", None) == name else "wrong object %r" % (obj,)
+        own = getattr(obj, "__name__", "") or ""
+        if inspect.ismodule(obj):  # a module exported by name (trainbus.dataflow.imgaug)
+            ok = own.rsplit(".", 1)[-1] == name
+        else:  # the object itself, or an alias its package exports next to it (DumpTensor)
+            pkg = importlib.import_module(obj.__module__.split(".")[0])
+            ok = own == name or (name in getattr(pkg, "__all__", ()) and getattr(pkg, name) is obj)
+        out[group + "." + name] = "ok" if ok else "wrong object %r" % (obj,)
     except ModuleNotFoundError as e:
         out[group + "." + name] = "missing: " + str(e)
     except Exception as e:

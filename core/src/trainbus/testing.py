@@ -20,13 +20,24 @@ __all__ = ["TinyModel", "tiny_dataflow", "train_tiny", "HookRecorder", "Recordin
 
 
 def tiny_dataflow(n: int = 32, batch: int = 4, dim: int = 4, classes: int = 3, seed: int = 0) -> Any:
-    """A deterministic dataflow of ``n // batch`` batches ``[x (batch, dim) float32, y (batch,) int32]``."""
-    from trainbus.dataflow import BatchData, DataFromList
+    """A deterministic dataflow of ``n // batch`` batches ``[x (batch, dim) float32, y (batch,) int32]``,
+    the same every pass. Made from the core's ``DataFlow`` alone, so a plugin's tests need no
+    other distribution for it."""
+    from trainbus.dataflow import DataFlow
 
     rng = np.random.RandomState(seed)
     xs = rng.rand(n, dim).astype("float32")
     ys = (xs.sum(axis=1) * classes / dim).astype("int32").clip(0, classes - 1)
-    return BatchData(DataFromList([[x, y] for x, y in zip(xs, ys)], shuffle=False), batch)
+
+    class TinyBatches(DataFlow):
+        def __len__(self) -> int:
+            return n // batch
+
+        def __iter__(self) -> Any:
+            for k in range(n // batch):
+                yield [xs[k * batch:(k + 1) * batch].copy(), ys[k * batch:(k + 1) * batch].copy()]
+
+    return TinyBatches()
 
 
 def _tiny_model_class() -> type:

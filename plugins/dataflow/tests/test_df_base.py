@@ -138,6 +138,10 @@ def test_fake_data_shapes_dtypes_domains():
     assert all(np.array_equal(v[0], vals[0][0]) for v in vals)
     with pytest.raises(ValueError, match="dtypes"):
         FakeData([[1], [2]], dtype=["float32"])
+    scalar = FakeData([[], [2]], size=3, dtype=["uint8", "float32"], domain=[(0, 10), (0, 1)])  # shape () too
+    scalar.reset_state()
+    s0 = list(scalar)[0][0]
+    assert isinstance(s0, np.ndarray) and s0.shape == () and s0.dtype == np.uint8 and 0 <= s0 < 10
 
 
 # -- BatchData ---------------------------------------------------------------------------------

@@ -44,7 +44,8 @@ class FakeData(RNGDataFlow):
     def _draw(self) -> list[np.ndarray]:
         out = []
         for shape, dtype, (lo, hi) in zip(self.shapes, self.dtype, self.domain):
-            out.append((self.rng.rand(*shape) * (hi - lo) + lo).astype(dtype))
+            # np.asarray: a shape of () draws a Python float, which has no astype
+            out.append(np.asarray(self.rng.rand(*shape) * (hi - lo) + lo).astype(dtype))
         return out
 
     def __iter__(self) -> Iterator[list[np.ndarray]]:
