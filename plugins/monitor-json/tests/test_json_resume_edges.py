@@ -76,3 +76,28 @@ def test_without_logger_dir_the_warning_says_so(tmp_path, monkeypatch, tb_log):
     assert not writer.enabled and str(writer) == "JSONWriter(disabled: no logger directory)"
     assert [r.getMessage() for r in tb_log if "JSONWriter" in r.getMessage()] == [
         "JSONWriter: the logger directory was not set (logger.set_logger_dir); JSONWriter is ignored."]
+
+
+def test_records_of_a_partial_epoch_are_written_when_training_stops(logdir):
+    """Stopped in the middle of an epoch (StopTraining, a signal): the steps' records put after
+    the last epoch end still reach stats.json."""
+    from trainbus.train import StopTraining
+
+    class PutAndStop(Callback):
+        def _trigger_step(self) -> None:
+            self.trainer.monitors.put_scalar("step_val", float(self.global_step))
+            if self.global_step == 7:
+                raise StopTraining("enough")
+
+    train_tiny(callbacks=[PutAndStop()], monitors=[trainbus.callbacks.JSONWriter()], max_epoch=3, steps_per_epoch=4)
+    assert [r["global_step"] for r in _stats(logdir)] == [1, 2, 3, 4, 5, 6, 7]
+
+
+def test_only_its_own_stale_temporaries_are_removed(logdir):
+    (logdir / ".stats.json.abc.tmp").write_text("[{")  # a write a kill interrupted
+    keep = [".other.json.abc.tmp", "notes.tmp", ".stats.json.abc.bak"]
+    for name in keep:
+        (logdir / name).write_text("x")
+    train_tiny(callbacks=[PutPerEpoch()], monitors=[trainbus.callbacks.JSONWriter()], max_epoch=1, steps_per_epoch=2)
+    assert not (logdir / ".stats.json.abc.tmp").exists()
+    assert all((logdir / name).read_text() == "x" for name in keep)
