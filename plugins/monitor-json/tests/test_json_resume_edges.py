@@ -101,3 +101,25 @@ def test_only_its_own_stale_temporaries_are_removed(logdir):
     train_tiny(callbacks=[PutPerEpoch()], monitors=[trainbus.callbacks.JSONWriter()], max_epoch=1, steps_per_epoch=2)
     assert not (logdir / ".stats.json.abc.tmp").exists()
     assert all((logdir / name).read_text() == "x" for name in keep)
+
+
+def test_messages_name_the_restored_step_exactly_when_there_is_one(logdir, tb_log):
+    """The log lines mention the restored global_step when it is >= 1 (also exactly 1), and
+    not for a run that restored nothing."""
+    JSONWriter = trainbus.callbacks.JSONWriter
+    train_tiny(callbacks=[PutPerEpoch()], monitors=[JSONWriter()], max_epoch=2, steps_per_epoch=1)
+    tb_log.clear()
+    train_tiny(callbacks=[PutPerEpoch()], monitors=[JSONWriter()], max_epoch=2, steps_per_epoch=1, starting_epoch=2,
+               session_init=SetGlobalStep(1))
+    assert "JSONWriter: dropped 1 record(s) of epochs >= starting_epoch=2 or steps after the restored " \
+           "global_step 1." in [r.getMessage() for r in tb_log]
+    tb_log.clear()
+    train_tiny(callbacks=[PutPerEpoch()], monitors=[JSONWriter()], max_epoch=1, steps_per_epoch=1,
+               session_init=SetGlobalStep(1))
+    warned = [r.getMessage() for r in tb_log if "holds another run's history" in r.getMessage()]
+    assert len(warned) == 1 and "(none of its records is before starting_epoch=1 and at or before the restored " \
+                                "global_step 1)" in warned[0], warned
+    tb_log.clear()
+    train_tiny(callbacks=[PutPerEpoch()], monitors=[JSONWriter()], max_epoch=1, steps_per_epoch=1)
+    warned = [r.getMessage() for r in tb_log if "holds another run's history" in r.getMessage()]
+    assert len(warned) == 1 and "(none of its records is before starting_epoch=1); it is moved to" in warned[0], warned
