@@ -123,3 +123,29 @@ def test_messages_name_the_restored_step_exactly_when_there_is_one(logdir, tb_lo
     train_tiny(callbacks=[PutPerEpoch()], monitors=[JSONWriter()], max_epoch=1, steps_per_epoch=1)
     warned = [r.getMessage() for r in tb_log if "holds another run's history" in r.getMessage()]
     assert len(warned) == 1 and "(none of its records is before starting_epoch=1); it is moved to" in warned[0], warned
+
+
+def test_disk_full_keeps_the_previous_file_and_writes_everything_next_time(logdir, tb_log, monkeypatch):
+    """An OSError (disk full) while writing: an error naming the file, the previous stats.json is
+    untouched, and the next write has every record."""
+    import errno
+
+    import trainbus_monitor_json as mod
+
+    real = mod.atomic_write_text
+    calls = []
+
+    def flaky(path, text, *args, **kwargs):
+        calls.append(path)
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device", path)
+        return real(path, text, *args, **kwargs)
+
+    monkeypatch.setattr(mod, "atomic_write_text", flaky)
+    probe = PutPerEpoch()
+    train_tiny(callbacks=[probe], monitors=[trainbus.callbacks.JSONWriter()], max_epoch=3, steps_per_epoch=2)
+    path = os.path.join(logdir, "stats.json")
+    assert [r["epoch_num"] for r in probe.seen[2]] == [1]  # epoch 2's write failed, epoch 1's file stayed
+    assert [r["epoch_num"] for r in _stats(logdir)] == [1, 2, 3]
+    errors = [r.getMessage() for r in tb_log if r.levelname == "ERROR"]
+    assert errors == [f"JSONWriter could not write {path}: [Errno 28] No space left on device: '{path}'"]
