@@ -149,3 +149,27 @@ def test_disk_full_keeps_the_previous_file_and_writes_everything_next_time(logdi
     assert [r["epoch_num"] for r in _stats(logdir)] == [1, 2, 3]
     errors = [r.getMessage() for r in tb_log if r.levelname == "ERROR"]
     assert errors == [f"JSONWriter could not write {path}: [Errno 28] No space left on device: '{path}'"]
+
+
+class PutPerStep(Callback):
+    def _trigger_step(self) -> None:
+        self.trainer.monitors.put_scalar("step_val", float(self.global_step))
+
+
+def test_records_after_a_mid_epoch_checkpoint_are_dropped_even_in_earlier_epochs(logdir):
+    """Restored global_step 1 (a checkpoint in the middle of epoch 1), resuming at epoch 2: the
+    record of step 2 belongs to the abandoned timeline although its epoch precedes the run."""
+    JSONWriter = trainbus.callbacks.JSONWriter
+    train_tiny(callbacks=[PutPerStep()], monitors=[JSONWriter()], max_epoch=3, steps_per_epoch=2)
+    train_tiny(callbacks=[PutPerStep()], monitors=[JSONWriter()], max_epoch=2, steps_per_epoch=2, starting_epoch=2,
+               session_init=SetGlobalStep(1))
+    assert [(r["global_step"], r["epoch_num"]) for r in _stats(logdir)] == [(1, 1), (2, 2), (3, 2)]
+
+
+def test_records_that_cannot_be_placed_are_kept(logdir):
+    """A record that is not an object (a note someone added) stays where it was."""
+    (logdir / "stats.json").write_text(json.dumps(["a note", {"epoch_num": 1, "global_step": 2, "step_val": 2.0}]))
+    train_tiny(callbacks=[PutPerStep()], monitors=[trainbus.callbacks.JSONWriter()], max_epoch=2, steps_per_epoch=2,
+               starting_epoch=2, session_init=SetGlobalStep(2))
+    stats = _stats(logdir)
+    assert stats[0] == "a note" and [r["global_step"] for r in stats[1:]] == [2, 3, 4]

@@ -119,8 +119,11 @@ class Monitors(Callback):
 
     # ---------------------------------------------------------------- history
     def load_history(self, records: Iterable[dict]) -> None:
-        """Fill the scalar history from ``stats.json``-style records (used when resuming)."""
+        """Fill the scalar history from ``stats.json``-style records (used when resuming);
+        an entry that is not a record (not a dict) carries no scalars and is skipped."""
         for rec in records:
+            if not isinstance(rec, dict):
+                continue
             step = int(rec.get("global_step", 0))
             for k, v in rec.items():
                 if k in ("global_step", "epoch_num") or not isinstance(v, (int, float)):
