@@ -11,6 +11,7 @@ import numpy as np
 
 from trainbus.utils import logger
 from trainbus.utils.serialize import loads
+from trainbus_dataflow._proto import iter_fields
 from trainbus_dataflow.base import DataFlowReentrantGuard, RNGDataFlow
 from trainbus_dataflow.common import MapData
 
@@ -176,9 +177,11 @@ class LMDBData(RNGDataFlow):
         if not hasattr(self, "_txn"):
             raise RuntimeError(f"{type(self).__name__}({self._lmdb_path!r}): call reset_state() before iterating")
 
-    def _records(self) -> Iterator[tuple[bytes, bytes]]:
-        """``(key, value)`` pairs of one pass, in key order or shuffled."""
-        txn = self._txn
+    def _records(self, txn: Any = None) -> Iterator[tuple[bytes, bytes]]:
+        """``(key, value)`` pairs of one pass, in key order or shuffled, read through ``txn`` (the
+        reader's own transaction when ``None``)."""
+        if txn is None:
+            txn = self._txn
         if not self._shuffle:
             for k, v in txn.cursor().iternext(keys=True, values=True):
                 if k != _KEYS:
@@ -223,37 +226,18 @@ class LMDBDataDecoder(MapData):
 def _parse_datum(buf: bytes) -> tuple[np.ndarray, int]:
     """Decode a Caffe ``Datum`` (channels=1, height=2, width=3, data=4, label=5, float_data=6,
     encoded=7) into a CHW array and its label."""
-    from trainbus_dataflow.dataset.ilsvrc import _varint
-
     ints = {1: 0, 2: 0, 3: 0, 5: 0, 7: 0}
     data = b""
     floats: list[np.ndarray] = []
-    pos = 0
-    while pos < len(buf):
-        key, pos = _varint(buf, pos)
-        field, wire = key >> 3, key & 7
+    for field, wire, value in iter_fields(buf):
         if wire == 0:
-            val, pos = _varint(buf, pos)
-            if val >= 1 << 63:
-                val -= 1 << 64
-            ints[field] = val
-        elif wire == 2:
-            n, pos = _varint(buf, pos)
-            if pos + n > len(buf):
-                raise ValueError("truncated field")
-            if field == 4:
-                data = buf[pos:pos + n]
-            elif field == 6:
-                floats.append(np.frombuffer(buf[pos:pos + n], "<f4"))
-            pos += n
-        elif wire == 5:
-            if field == 6:
-                floats.append(np.frombuffer(buf[pos:pos + 4], "<f4"))
-            pos += 4
-        elif wire == 1:
-            pos += 8
-        else:
-            raise ValueError(f"unsupported wire type {wire}")
+            if value >= 1 << 63:
+                value -= 1 << 64
+            ints[field] = value
+        elif field == 4 and wire == 2:
+            data = value
+        elif field == 6 and wire in (2, 5):
+            floats.append(np.frombuffer(value, "<f4"))
     if ints[7]:
         raise ValueError("encoded (compressed) datums are not supported")
     shape = (ints[1], ints[2], ints[3])

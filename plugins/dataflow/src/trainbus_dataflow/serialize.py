@@ -77,18 +77,7 @@ class _LMDBDeserialized(LMDBData):
         with self._guard:
             txn = self._lmdb.begin(buffers=True)
             try:
-                if not self._shuffle:
-                    for k, v in txn.cursor().iternext(keys=True, values=True):
-                        if k != _KEYS:
-                            yield loads(v)
-                    return
-                keys = self.keys
-                self.rng.shuffle(keys)
-                get = txn.get
-                for k in keys:
-                    v = get(k)
-                    if v is None:
-                        raise self._missing_key(k)
+                for _, v in self._records(txn):
                     yield loads(v)
             finally:
                 txn.abort()

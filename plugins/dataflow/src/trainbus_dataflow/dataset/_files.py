@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import os
 import tarfile
-from typing import Sequence
+from typing import Any, Iterable, Sequence
+
+import numpy as np
 
 from trainbus.utils import logger
 from trainbus.utils.fs import DATASET_ENV_VARS, DownloadError, download
 
 __all__ = ["DatasetFileNotFoundError", "DatasetFileCorruptError", "fetch_file", "corrupt_file_error",
-           "extract_tarball"]
+           "extract_tarball", "check_listed_images", "pass_order"]
 
 
 class DatasetFileNotFoundError(FileNotFoundError):
@@ -77,3 +79,23 @@ def extract_tarball(dataset: str, tarball: str, dest: str, url: str | None = Non
                 tf.extractall(dest)
     except (tarfile.TarError, EOFError, OSError) as e:
         raise corrupt_file_error(dataset, tarball, f"cannot extract it: {e}", url) from e
+
+
+def check_listed_images(dataset: str, paths: Iterable[str], listed_in: str, advice: str, first: int = 10) -> None:
+    """Raise :class:`DatasetFileNotFoundError` for the first missing file among the ``first`` of
+    ``paths``, saying it was listed in ``listed_in`` and ending with ``advice``: a cheap check that an
+    image directory matches its list before a long pass starts."""
+    for k, path in enumerate(paths):
+        if k >= first:
+            return
+        if not os.path.isfile(path):
+            raise DatasetFileNotFoundError(f"{dataset}: the image {path}, listed in {listed_in}, is missing. {advice}")
+
+
+def pass_order(flow: Any) -> np.ndarray:
+    """The indices ``0 .. len(flow) - 1`` in the order one pass of a reader visits them: shuffled
+    with ``flow.rng`` when ``flow.shuffle`` is set, in file order otherwise."""
+    idxs = np.arange(len(flow))
+    if flow.shuffle:
+        flow.rng.shuffle(idxs)
+    return idxs

@@ -11,8 +11,8 @@ import numpy as np
 from trainbus.utils import logger
 from trainbus.utils.fs import get_dataset_path
 from trainbus_dataflow.base import RNGDataFlow
-from trainbus_dataflow.dataset._files import (DatasetFileNotFoundError, corrupt_file_error, extract_tarball,
-                                              fetch_file)
+from trainbus_dataflow.dataset._files import (DatasetFileNotFoundError, corrupt_file_error, extract_tarball, fetch_file,
+                                              pass_order)
 from trainbus_dataflow.dataset._mat import load_mat
 
 __all__ = ["BSDS500"]
@@ -105,8 +105,5 @@ class BSDS500(RNGDataFlow):
         return self.data.shape[0]
 
     def __iter__(self) -> Iterator[list]:
-        idxs = np.arange(self.data.shape[0])
-        if self.shuffle:
-            self.rng.shuffle(idxs)
-        for k in idxs:
+        for k in pass_order(self):
             yield [self.data[k], self.label[k]]

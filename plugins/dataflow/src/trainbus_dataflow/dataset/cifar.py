@@ -11,8 +11,8 @@ import numpy as np
 from trainbus.utils import logger
 from trainbus.utils.fs import get_dataset_path
 from trainbus_dataflow.base import RNGDataFlow
-from trainbus_dataflow.dataset._files import (DatasetFileNotFoundError, corrupt_file_error, extract_tarball,
-                                              fetch_file)
+from trainbus_dataflow.dataset._files import (DatasetFileNotFoundError, corrupt_file_error, extract_tarball, fetch_file,
+                                              pass_order)
 
 __all__ = ["CifarBase", "Cifar10", "Cifar100"]
 
@@ -140,10 +140,7 @@ class CifarBase(RNGDataFlow):
         return len(self.labels)
 
     def __iter__(self) -> Iterator[list]:
-        idxs = np.arange(len(self.labels))
-        if self.shuffle:
-            self.rng.shuffle(idxs)
-        for k in idxs:
+        for k in pass_order(self):
             yield [self.images[k], self.labels[k]]
 
     def get_per_pixel_mean(self, names: Sequence[str] = ("train", "test")) -> np.ndarray:

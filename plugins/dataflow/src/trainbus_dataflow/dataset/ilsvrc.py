@@ -11,27 +11,15 @@ import numpy as np
 
 from trainbus.utils import logger
 from trainbus.utils.fs import get_dataset_path, mkdir_p
+from trainbus_dataflow._proto import iter_fields, read_varint
 from trainbus_dataflow.base import RNGDataFlow
-from trainbus_dataflow.dataset._files import (DatasetFileNotFoundError, corrupt_file_error, extract_tarball,
-                                              fetch_file)
+from trainbus_dataflow.dataset._files import (DatasetFileNotFoundError, check_listed_images, corrupt_file_error,
+                                              extract_tarball, fetch_file, pass_order)
 from trainbus_dataflow.dataset.places import read_bgr_image
 
 __all__ = ["ILSVRCMeta", "ILSVRC12", "ILSVRC12Files", "TinyImageNet", "parse_blob_proto"]
 
 CAFFE_ILSVRC12_URL = ("http://dl.caffe.berkeleyvision.org/caffe_ilsvrc12.tar.gz", 17858008)
-
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(buf):
-            raise ValueError("truncated varint")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
 
 
 def parse_blob_proto(buf: bytes) -> np.ndarray:
@@ -47,53 +35,25 @@ def parse_blob_proto(buf: bytes) -> np.ndarray:
     dims: list[int] = []
     floats: list[np.ndarray] = []
     doubles: list[np.ndarray] = []
-    pos = 0
-    while pos < len(buf):
-        key, pos = _varint(buf, pos)
-        field, wire = key >> 3, key & 7
+    for field, wire, value in iter_fields(buf):
         if wire == 0:
-            val, pos = _varint(buf, pos)
             if field in legacy:
-                legacy[field] = val
-        elif wire == 1:
-            if pos + 8 > len(buf):
-                raise ValueError("truncated 64-bit field")
-            if field == 8:  # double_data, not packed
-                doubles.append(np.frombuffer(buf, "<f8", 1, pos))
-            pos += 8
-        elif wire == 5:
-            if pos + 4 > len(buf):
-                raise ValueError("truncated 32-bit field")
-            if field == 5:  # data, not packed
-                floats.append(np.frombuffer(buf, "<f4", 1, pos))
-            pos += 4
-        elif wire == 2:
-            n, pos = _varint(buf, pos)
-            if pos + n > len(buf):
-                raise ValueError(f"field {field} announces {n} bytes past the end")
-            chunk = buf[pos:pos + n]
-            pos += n
-            if field == 5:
-                floats.append(np.frombuffer(chunk, "<f4"))
-            elif field == 8:
-                doubles.append(np.frombuffer(chunk, "<f8"))
-            elif field == 7:  # BlobShape { repeated int64 dim = 1 [packed]; }
-                p = 0
-                while p < len(chunk):
-                    k, p = _varint(chunk, p)
-                    if k >> 3 == 1 and k & 7 == 2:
-                        m, p = _varint(chunk, p)
-                        end = p + m
-                        while p < end:
-                            d, p = _varint(chunk, p)
-                            dims.append(d)
-                    elif k >> 3 == 1 and k & 7 == 0:
-                        d, p = _varint(chunk, p)
+                legacy[field] = value
+        elif field == 5 and wire in (2, 5):  # data, packed or not
+            floats.append(np.frombuffer(value, "<f4"))
+        elif field == 8 and wire in (1, 2):  # double_data, packed or not
+            doubles.append(np.frombuffer(value, "<f8"))
+        elif field == 7 and wire == 2:  # BlobShape { repeated int64 dim = 1 [packed]; }
+            for sub, sub_wire, sub_value in iter_fields(value):
+                if sub == 1 and sub_wire == 2:
+                    p = 0
+                    while p < len(sub_value):
+                        d, p = read_varint(sub_value, p)
                         dims.append(d)
-                    else:
-                        raise ValueError("unexpected field in BlobShape")
-        else:
-            raise ValueError(f"unsupported wire type {wire}")
+                elif sub == 1 and sub_wire == 0:
+                    dims.append(sub_value)
+                else:
+                    raise ValueError("unexpected field in BlobShape")
     values = np.concatenate(floats) if floats else (np.concatenate(doubles) if doubles else np.zeros(0))
     if not dims:
         dims = [legacy[k] for k in (1, 2, 3, 4)]
@@ -250,22 +210,16 @@ class ILSVRC12Files(RNGDataFlow):
         self.dir_structure = dir_structure
         meta = ILSVRCMeta(meta_dir)
         self.imglist = meta.get_image_list(name, dir_structure)
-        for fname, _ in self.imglist[:10]:
-            path = os.path.join(self.full_dir, fname)
-            if not os.path.isfile(path):
-                raise DatasetFileNotFoundError(
-                    f"ILSVRC12: the image {path}, listed in {os.path.join(meta.dir, name + '.txt')}, is missing. "
-                    f"Check that {self.full_dir} has the '{dir_structure}' layout (dir_structure=) and that the "
-                    f"whole tarball was extracted.")
+        check_listed_images("ILSVRC12", (os.path.join(self.full_dir, fname) for fname, _ in self.imglist),
+                            os.path.join(meta.dir, name + ".txt"),
+                            f"Check that {self.full_dir} has the '{dir_structure}' layout (dir_structure=) and that "
+                            f"the whole tarball was extracted.")
 
     def __len__(self) -> int:
         return len(self.imglist)
 
     def __iter__(self) -> Iterator[list]:
-        idxs = np.arange(len(self.imglist))
-        if self.shuffle:
-            self.rng.shuffle(idxs)
-        for k in idxs:
+        for k in pass_order(self):
             fname, label = self.imglist[k]
             yield [os.path.join(self.full_dir, fname), label]
 
@@ -445,11 +399,8 @@ class TinyImageNet(RNGDataFlow):
                     self.imglist.append((os.path.join(self.full_dir, "images", parts[0]), class_id[parts[1]]))
             if not self.imglist:
                 raise corrupt_file_error("TinyImageNet", ann_file, "it lists no image", TINY_IMAGENET_URL)
-            for path, _ in self.imglist[:10]:
-                if not os.path.isfile(path):
-                    raise DatasetFileNotFoundError(
-                        f"TinyImageNet: the image {path}, listed in {ann_file}, is missing. Unzip "
-                        f"{TINY_IMAGENET_URL} completely.")
+            check_listed_images("TinyImageNet", (path for path, _ in self.imglist), ann_file,
+                                f"Unzip {TINY_IMAGENET_URL} completely.")
         logger.info(f"[TinyImageNet] Found {len(self.imglist)} images of {len(self.wnids)} classes in "
                     f"{self.full_dir}.")
 
@@ -457,9 +408,6 @@ class TinyImageNet(RNGDataFlow):
         return len(self.imglist)
 
     def __iter__(self) -> Iterator[list]:
-        idxs = np.arange(len(self.imglist))
-        if self.shuffle:
-            self.rng.shuffle(idxs)
-        for k in idxs:
+        for k in pass_order(self):
             path, label = self.imglist[k]
             yield [read_bgr_image("TinyImageNet", path, self.listed_in, TINY_IMAGENET_URL), label]

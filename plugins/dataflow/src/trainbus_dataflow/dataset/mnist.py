@@ -11,7 +11,7 @@ import numpy as np
 
 from trainbus.utils.fs import get_dataset_path
 from trainbus_dataflow.base import RNGDataFlow
-from trainbus_dataflow.dataset._files import corrupt_file_error, fetch_file
+from trainbus_dataflow.dataset._files import corrupt_file_error, fetch_file, pass_order
 
 __all__ = ["Mnist", "FashionMnist", "read_idx"]
 
@@ -109,10 +109,7 @@ class Mnist(RNGDataFlow):
         return self.images.shape[0]
 
     def __iter__(self) -> Iterator[list]:
-        idxs = np.arange(len(self))
-        if self.shuffle:
-            self.rng.shuffle(idxs)
-        for k in idxs:
+        for k in pass_order(self):
             yield [self.images[k], self.labels[k]]
 
 

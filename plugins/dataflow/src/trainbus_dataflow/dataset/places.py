@@ -9,7 +9,8 @@ import numpy as np
 
 from trainbus.utils import logger
 from trainbus_dataflow.base import RNGDataFlow
-from trainbus_dataflow.dataset._files import DatasetFileNotFoundError, corrupt_file_error
+from trainbus_dataflow.dataset._files import (DatasetFileNotFoundError, check_listed_images, corrupt_file_error,
+                                              pass_order)
 
 __all__ = ["Places365Standard"]
 
@@ -102,11 +103,9 @@ class Places365Standard(RNGDataFlow):
         self._labels = sorted({cls for _, cls in entries})
         class_id = {cls: i for i, cls in enumerate(self._labels)}
         self._files = [(path, class_id[cls]) for path, cls in entries]
-        for path, _ in self._files[:10]:
-            if not os.path.isfile(path):
-                raise DatasetFileNotFoundError(
-                    f"Places365Standard: the image {path}, listed in {label_file}, is missing. Check that {dir} has "
-                    f"the 'easy directory structure' and that the whole tarball was extracted.")
+        check_listed_images("Places365Standard", (path for path, _ in self._files), label_file,
+                            f"Check that {dir} has the 'easy directory structure' and that the whole tarball was "
+                            "extracted.")
         logger.info(f"Found {len(self._files)} images of {len(self._labels)} classes in {label_file}.")
 
     def get_label_names(self) -> list[str]:
@@ -117,9 +116,6 @@ class Places365Standard(RNGDataFlow):
         return len(self._files)
 
     def __iter__(self) -> Iterator[list]:
-        idxs = np.arange(len(self._files))
-        if self.shuffle:
-            self.rng.shuffle(idxs)
-        for k in idxs:
+        for k in pass_order(self):
             path, label = self._files[k]
             yield [read_bgr_image("Places365Standard", path, self.label_file, PLACES365_EASY_URL), label]

@@ -10,7 +10,7 @@ import numpy as np
 from trainbus.utils import logger
 from trainbus.utils.fs import get_dataset_path
 from trainbus_dataflow.base import RNGDataFlow
-from trainbus_dataflow.dataset._files import corrupt_file_error, fetch_file
+from trainbus_dataflow.dataset._files import corrupt_file_error, fetch_file, pass_order
 from trainbus_dataflow.dataset._mat import load_mat
 
 __all__ = ["SVHNDigit"]
@@ -65,10 +65,7 @@ class SVHNDigit(RNGDataFlow):
         return self.X.shape[0]
 
     def __iter__(self) -> Iterator[list]:
-        idxs = np.arange(self.X.shape[0])
-        if self.shuffle:
-            self.rng.shuffle(idxs)
-        for k in idxs:
+        for k in pass_order(self):
             yield [self.X[k], self.Y[k]]
 
     @staticmethod
