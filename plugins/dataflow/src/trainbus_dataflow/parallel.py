@@ -74,24 +74,14 @@ def send_datapoint(sock: Any, dp: Any) -> None:
     dataflow must not modify an array after producing it) and received without a copy."""
     arrays: list[Any] = []
     meta: list[Any] = []
-    if type(dp) is list:
-        for k, v in enumerate(dp):
+    if type(dp) is list or type(dp) is dict:
+        for k, v in (enumerate(dp) if type(dp) is list else dp.items()):
             if type(v) is np.ndarray and v.nbytes >= OUT_OF_BAND_BYTES and v.flags.c_contiguous \
                     and not v.dtype.hasobject:
                 arrays.append(v)
                 meta.append([k, v.dtype.str, list(v.shape)])
         if arrays:
-            rest = list(dp)
-            for m in meta:
-                rest[m[0]] = None
-    elif type(dp) is dict:
-        for k, v in dp.items():
-            if type(v) is np.ndarray and v.nbytes >= OUT_OF_BAND_BYTES and v.flags.c_contiguous \
-                    and not v.dtype.hasobject:
-                arrays.append(v)
-                meta.append([k, v.dtype.str, list(v.shape)])
-        if arrays:
-            rest = dict(dp)
+            rest = type(dp)(dp)
             for m in meta:
                 rest[m[0]] = None
     if not arrays:
@@ -201,6 +191,54 @@ def die_with_parent(parent_pid: int, warn: bool = True) -> None:
     enable_death_signal(_warn=warn)
     if os.getppid() != parent_pid:
         os._exit(1)
+
+
+class WorkerThread(StoppableThread):
+    """A daemon thread that runs :meth:`work` once; an exception it raises (unless the thread was
+    stopped) is put on :attr:`failures` as ``failure(exc, traceback text)`` for the consumer to raise.
+    The thread stops itself (its stop event is set) when :meth:`work` ends, however it ends."""
+
+    def __init__(self, name: str, idx: int, failures: Any, evt: threading.Event | None = None) -> None:
+        super().__init__(evt)
+        self.idx = idx
+        self.failures = failures
+        self.daemon = True
+        self.name = name
+
+    def work(self) -> None:
+        raise NotImplementedError
+
+    def failure(self, exc: BaseException, tb: str) -> Any:
+        raise NotImplementedError
+
+    def run(self) -> None:
+        try:
+            self.work()
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer
+            if not self.stopped():
+                self.queue_put_stoppable(self.failures, self.failure(e, traceback.format_exc()))
+        finally:
+            self.stop()
+
+
+@contextmanager
+def reporting_worker_errors(ctx: Any, sock: Any, idx: int | str) -> Iterator[None]:
+    """The body of a worker process that sends on ``sock`` (of ``ctx``): an exception in it is sent
+    as an ``EXC_MARK`` message (delivered before the process exits) and raised again; Ctrl-C ends the
+    worker quietly; the socket and context are closed at the end either way."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        pass
+    except BaseException:
+        sock.send_multipart([EXC_MARK, dumps(worker_exception_payload(idx))])
+        sock.close(linger=5000)  # deliver the error before exiting
+        ctx.term()
+        raise
+    finally:
+        if not sock.closed:
+            sock.close(0)
+            ctx.destroy(0)
 
 
 def _close_weakref(ref: weakref.ref) -> None:
@@ -451,21 +489,10 @@ class MultiProcessRunnerZMQ(MultiProcessZMQDataFlow):
             sock = ctx.socket(zmq.PUSH)
             sock.set_hwm(self.hwm)
             sock.connect(self.conn_name)
-            try:
+            with reporting_worker_errors(ctx, sock, self.idx):
                 self.ds.reset_state()
                 for dp in repeat_iter(lambda: self.ds):
                     send_datapoint(sock, dp)
-            except KeyboardInterrupt:
-                pass
-            except BaseException:
-                sock.send_multipart([EXC_MARK, dumps(worker_exception_payload(self.idx))])
-                sock.close(linger=5000)  # deliver the error before exiting
-                ctx.term()
-                raise
-            finally:
-                if not sock.closed:
-                    sock.close(0)
-                    ctx.destroy(0)
 
     def __init__(self, ds: Any, num_proc: int = 1, hwm: int = 50) -> None:
         super().__init__()
@@ -518,28 +545,22 @@ class MultiThreadRunner(DataFlow):
     dataflow's length; never if it has none). An exception in a thread is raised by ``__iter__``.
     """
 
-    class _Worker(StoppableThread):
+    class _Worker(WorkerThread):
         def __init__(self, get_df: Callable[[], Any], q: Any, idx: int) -> None:
-            super().__init__()
+            super().__init__(f"MultiThreadRunner-{idx}", idx, q)
             self.df = get_df()
             if not (hasattr(self.df, "__iter__") and hasattr(self.df, "reset_state")):
                 raise TypeError(f"MultiThreadRunner: get_df() must return a DataFlow, got {self.df!r}")
             self.queue = q
-            self.idx = idx
-            self.daemon = True
-            self.name = f"MultiThreadRunner-{idx}"
 
-        def run(self) -> None:
-            try:
-                for dp in repeat_iter(lambda: self.df):
-                    if self.stopped():
-                        return
-                    self.queue_put_stoppable(self.queue, (0, dp))
-            except BaseException as e:  # noqa: BLE001 - handed to the consumer
-                if not self.stopped():
-                    self.queue_put_stoppable(self.queue, (1, (self.idx, e, traceback.format_exc())))
-            finally:
-                self.stop()
+        def work(self) -> None:
+            for dp in repeat_iter(lambda: self.df):
+                if self.stopped():
+                    return
+                self.queue_put_stoppable(self.queue, (0, dp))
+
+        def failure(self, exc: BaseException, tb: str) -> Any:
+            return (1, (self.idx, exc, tb))
 
     def __init__(self, get_df: Callable[[], Any], num_prefetch: int, num_thread: int) -> None:
         if not callable(get_df):

@@ -21,7 +21,6 @@ import os
 import queue
 import threading
 import time
-import traceback
 from typing import Any, Callable, Iterator
 
 import zmq
@@ -30,10 +29,10 @@ from trainbus.utils.concurrency import StoppableThread
 from trainbus.utils.serialize import dumps, loads
 from trainbus_dataflow.base import DataFlowReentrantGuard, DataFlowTerminated, ProxyDataFlow
 from trainbus_dataflow.common import BatchData, RepeatedData
-from trainbus_dataflow.parallel import (EXC_MARK, MultiProcessZMQDataFlow, _fork_context, bind_socket,
+from trainbus_dataflow.parallel import (EXC_MARK, MultiProcessZMQDataFlow, WorkerThread, _fork_context, bind_socket,
                                         die_with_parent, make_worker_exception, pipe_name, rebuild_thread_exception,
-                                        send_datapoint,
-                                        worker_exception_payload, zmq_terminated_as_dataflow_terminated)
+                                        reporting_worker_errors, send_datapoint, worker_exception_payload,
+                                        zmq_terminated_as_dataflow_terminated)
 
 __all__ = ["MultiThreadMapData", "MultiProcessMapData", "MultiProcessMapDataZMQ", "MultiProcessMapAndBatchData",
            "MultiProcessMapAndBatchDataZMQ", "ThreadedMapData"]
@@ -149,29 +148,23 @@ class MultiThreadMapData(_ParallelMapData):
     :param strict: see the module docstring.
     """
 
-    class _Worker(StoppableThread):
+    class _Worker(WorkerThread):
         def __init__(self, inq: Any, outq: Any, evt: threading.Event, map_func: Callable[[Any], Any], idx: int) -> None:
-            super().__init__(evt)
+            super().__init__(f"MultiThreadMapData-{idx}", idx, outq, evt)
             self.inq = inq
             self.outq = outq
             self.func = map_func
-            self.idx = idx
-            self.daemon = True
-            self.name = f"MultiThreadMapData-{idx}"
 
-        def run(self) -> None:
-            try:
-                while True:
-                    dp = self.queue_get_stoppable(self.inq)
-                    if self.stopped():
-                        return
-                    # a None result is passed on too: every send has exactly one receive
-                    self.queue_put_stoppable(self.outq, self.func(dp))
-            except BaseException as e:  # noqa: BLE001 - handed to the consumer
-                if not self.stopped():
-                    self.queue_put_stoppable(self.outq, _ThreadFailure(self.idx, e, traceback.format_exc()))
-            finally:
-                self.stop()
+        def work(self) -> None:
+            while True:
+                dp = self.queue_get_stoppable(self.inq)
+                if self.stopped():
+                    return
+                # a None result is passed on too: every send has exactly one receive
+                self.queue_put_stoppable(self.outq, self.func(dp))
+
+        def failure(self, exc: BaseException, tb: str) -> Any:
+            return _ThreadFailure(self.idx, exc, tb)
 
     def __init__(self, ds: Any, num_thread: int | None = None, map_func: Callable[[Any], Any] | None = None, *,
                  buffer_size: int = 200, strict: bool = False) -> None:
@@ -273,22 +266,11 @@ class MultiProcessMapDataZMQ(_ParallelMapData, MultiProcessZMQDataFlow):
             sock.set_hwm(self.hwm)
             sock.connect(self.pipename)
             func = self.map_func
-            try:
+            with reporting_worker_errors(ctx, sock, self.identity.decode()):
                 sock.send(MultiProcessMapDataZMQ.READY)
                 while True:
                     dp = loads(sock.recv(copy=False).buffer)
                     sock.send(dumps(func(dp)), copy=False)
-            except KeyboardInterrupt:
-                pass
-            except BaseException:
-                sock.send_multipart([EXC_MARK, dumps(worker_exception_payload(self.identity.decode()))])
-                sock.close(linger=5000)
-                ctx.term()
-                raise
-            finally:
-                if not sock.closed:
-                    sock.close(0)
-                    ctx.destroy(0)
 
     def __init__(self, ds: Any, num_proc: int | None = None, map_func: Callable[[Any], Any] | None = None, *,
                  buffer_size: int = 200, strict: bool = False) -> None:
