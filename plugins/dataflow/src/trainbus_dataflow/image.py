@@ -66,6 +66,20 @@ class _ExceptionHandler:
                 logger.exception(f"Got {self.nr_error} augmentation errors so far; the datapoint is skipped")
 
 
+class _AugmentingMap:
+    """What the augmenting dataflows share: their :class:`AugmentorList`, the copy and exception
+    options, and a ``reset_state()`` that resets the input dataflow and the augmentors."""
+
+    def _set_augmentors(self, augmentors: Any, who: str, copy: bool, catch_exceptions: bool) -> None:
+        self.augs = _as_augmentor_list(augmentors, who)
+        self._copy = copy
+        self._exception_handler = _ExceptionHandler(catch_exceptions)
+
+    def reset_state(self) -> None:
+        self.ds.reset_state()  # type: ignore[attr-defined]
+        self.augs.reset_state()
+
+
 class ImageFromFile(RNGDataFlow):
     """Datapoints ``[image]`` read from files: (h, w, 3) RGB uint8 arrays, or (h, w, 1) grayscale."""
 
@@ -115,7 +129,7 @@ class ImageFromFile(RNGDataFlow):
             yield [im]
 
 
-class AugmentImageComponent(MapDataComponent):
+class AugmentImageComponent(_AugmentingMap, MapDataComponent):
     """Augment one image component of every datapoint."""
 
     def __init__(self, ds: Any, augmentors: Any, index: int | str = 0, copy: bool = True,
@@ -130,14 +144,8 @@ class AugmentImageComponent(MapDataComponent):
             catch_exceptions (bool): skip datapoints whose augmentation raises (logging some of the errors)
                 instead of raising.
         """
-        self.augs = _as_augmentor_list(augmentors, "AugmentImageComponent")
-        self._copy = copy
-        self._exception_handler = _ExceptionHandler(catch_exceptions)
+        self._set_augmentors(augmentors, "AugmentImageComponent", copy, catch_exceptions)
         super().__init__(ds, self._aug_mapper, index)
-
-    def reset_state(self) -> None:
-        self.ds.reset_state()
-        self.augs.reset_state()
 
     def _aug_mapper(self, x: Any) -> Any:
         check_dtype(x, f"AugmentImageComponent(index={self._index!r})")
@@ -148,7 +156,7 @@ class AugmentImageComponent(MapDataComponent):
         return None
 
 
-class AugmentImageCoordinates(MapData):
+class AugmentImageCoordinates(_AugmentingMap, MapData):
     """Augment an image and an Nx2 float array of (x, y) coordinates with the same transform."""
 
     def __init__(self, ds: Any, augmentors: Any, img_index: int | str = 0, coords_index: int | str = 1,
@@ -161,15 +169,9 @@ class AugmentImageCoordinates(MapData):
             coords_index (int or str): the index (or key) of the coordinates.
             copy, catch_exceptions: as in :class:`AugmentImageComponent`.
         """
-        self.augs = _as_augmentor_list(augmentors, "AugmentImageCoordinates")
+        self._set_augmentors(augmentors, "AugmentImageCoordinates", copy, catch_exceptions)
         self._img_index, self._coords_index = img_index, coords_index
-        self._copy = copy
-        self._exception_handler = _ExceptionHandler(catch_exceptions)
         super().__init__(ds, self._aug_mapper)
-
-    def reset_state(self) -> None:
-        self.ds.reset_state()
-        self.augs.reset_state()
 
     def _aug_mapper(self, dp: Any) -> Any:
         with self._exception_handler.catch():
@@ -187,7 +189,7 @@ class AugmentImageCoordinates(MapData):
         return None
 
 
-class AugmentImageComponents(MapData):
+class AugmentImageComponents(_AugmentingMap, MapData):
     """Augment several image components (and coordinate components) of every datapoint with one shared
     transform, drawn from the first image in ``index``.
 
@@ -206,17 +208,11 @@ class AugmentImageComponents(MapData):
             coords_index (tuple): indices (or keys) of Nx2 coordinate components.
             copy, catch_exceptions: as in :class:`AugmentImageComponent`.
         """
-        self.augs = _as_augmentor_list(augmentors, "AugmentImageComponents")
+        self._set_augmentors(augmentors, "AugmentImageComponents", copy, catch_exceptions)
         if not len(index):
             raise ValueError("AugmentImageComponents(index=()): give at least one image component")
         self._index, self._coords_index = tuple(index), tuple(coords_index)
-        self._copy = copy
-        self._exception_handler = _ExceptionHandler(catch_exceptions)
         super().__init__(ds, self._aug_mapper)
-
-    def reset_state(self) -> None:
-        self.ds.reset_state()
-        self.augs.reset_state()
 
     def _aug_mapper(self, dp: Any) -> Any:
         copy_func = _copy_of if self._copy else (lambda x: x)

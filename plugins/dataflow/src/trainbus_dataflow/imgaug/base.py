@@ -72,6 +72,12 @@ def default_repr(obj: Any) -> str:
     return f"imgaug.{type(obj).__name__}({', '.join(parts)})"
 
 
+def _list_repr(kind: str, items: Any) -> str:
+    """``imgaug.<kind>([...])`` with the repr of every item of ``items`` on its own indented line."""
+    inner = ",\n".join("  " + repr(x) for x in items)
+    return f"imgaug.{kind}([\n{inner}])"
+
+
 class ImageAugmentor:
     """Base class of all augmentors.
 
@@ -203,10 +209,14 @@ class AugmentorList(ImageAugmentor):
         for a in self.augmentors:
             a.reset_state()
 
-    def get_transform(self, img: np.ndarray) -> Any:
+    @staticmethod
+    def _check_image(img: Any) -> None:
         check_dtype(img, "AugmentorList")
         if img.ndim not in (2, 3):
             raise ValueError(f"AugmentorList needs images of shape (h, w) or (h, w, c), got shape {img.shape}")
+
+    def get_transform(self, img: np.ndarray) -> Any:
+        self._check_image(img)
         from .transform import LazyTransform, TransformList
 
         # Later augmentors see the output of earlier ones, so their transforms are created when applied.
@@ -220,17 +230,14 @@ class AugmentorList(ImageAugmentor):
         return TransformList(tfms)
 
     def augment(self, img: np.ndarray) -> np.ndarray:
-        check_dtype(img, "AugmentorList")
-        if img.ndim not in (2, 3):
-            raise ValueError(f"AugmentorList needs images of shape (h, w) or (h, w, c), got shape {img.shape}")
+        self._check_image(img)
         # Same draws in the same order as get_transform(img).apply_image(img), without the lazy wrappers.
         for a in self.augmentors:
             img = a.get_transform(img).apply_image(img)
         return img
 
     def __repr__(self) -> str:
-        inner = ",\n".join("  " + repr(a) for a in self.augmentors)
-        return f"imgaug.AugmentorList([\n{inner}])"
+        return _list_repr("AugmentorList", self.augmentors)
 
     __str__ = __repr__
 

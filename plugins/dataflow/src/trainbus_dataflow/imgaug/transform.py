@@ -11,7 +11,7 @@ from typing import Any, Callable
 import cv2
 import numpy as np
 
-from .base import default_repr
+from .base import _list_repr, default_repr
 
 __all__ = ["Transform", "ResizeTransform", "CropTransform", "FlipTransform", "TransformList", "TransformFactory",
            "WarpAffineTransform", "TransposeTransform", "PhotometricTransform", "NoOpTransform", "LazyTransform"]
@@ -245,14 +245,10 @@ class TransformList(BaseTransform):
         return x
 
     def apply_image(self, img: np.ndarray) -> np.ndarray:
-        for t in self.tfms:
-            img = t.apply_image(img)
-        return img
+        return self._apply(img, "apply_image")
 
     def apply_coords(self, coords: np.ndarray) -> np.ndarray:
-        for t in self.tfms:
-            coords = t.apply_coords(coords)
-        return coords
+        return self._apply(coords, "apply_coords")
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("apply_"):
@@ -270,8 +266,7 @@ class TransformList(BaseTransform):
         return self
 
     def __repr__(self) -> str:
-        inner = ",\n".join("  " + repr(t) for t in self.tfms)
-        return f"imgaug.TransformList([\n{inner}])"
+        return _list_repr("TransformList", self.tfms)
 
     __str__ = __repr__
 
