@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import http.server
 import os
-import socket
 import threading
 
 import pytest
 
+from ports import free_ports
 from trainbus.utils import fs
 from trainbus.utils.fs import DownloadError, download, get_dataset_path, mkdir_p, normpath, recursive_walk
 
@@ -52,14 +52,6 @@ def server():
     httpd.shutdown()
     httpd.server_close()
     t.join()
-
-
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def test_mkdir_p(tmp_path):
@@ -132,7 +124,7 @@ def test_download_success_and_skip(server, tmp_path):
 
 
 def test_download_unreachable_names_url_file_and_env(tmp_path):
-    url = f"http://127.0.0.1:{closed_port()}/exdb/train-images-idx3-ubyte.gz"
+    url = f"http://127.0.0.1:{free_ports(1)[0]}/exdb/train-images-idx3-ubyte.gz"
     with pytest.raises(DownloadError) as ei:
         download(url, str(tmp_path), timeout=5)
     msg = str(ei.value)

@@ -6,13 +6,13 @@ import http.server
 import io
 import os
 import pickle
-import socket
 import tarfile
 import threading
 
 import numpy as np
 import pytest
 
+from ports import free_ports
 from trainbus.dataflow.dataset import Cifar10, Cifar100, DatasetFileCorruptError, DatasetFileNotFoundError
 from trainbus_dataflow.dataset import cifar as cifar_mod
 
@@ -43,14 +43,6 @@ def make_cifar10(root, n_per_batch=3, seed=0):
 
 def hwc(data):
     return data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
-
-
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def test_cifar10_values_order_layout(tmp_path):
@@ -151,7 +143,7 @@ def test_download_and_extract_tarball(tmp_path, monkeypatch):
 
 
 def test_missing_folder_unreachable(tmp_path, monkeypatch):
-    url = f"http://127.0.0.1:{closed_port()}/~kriz/cifar-10-python.tar.gz"
+    url = f"http://127.0.0.1:{free_ports(1)[0]}/~kriz/cifar-10-python.tar.gz"
     monkeypatch.setitem(cifar_mod._URLS, 10, (url, 170498071))
     with pytest.raises(DatasetFileNotFoundError) as ei:
         Cifar10("train", dir=str(tmp_path))

@@ -11,6 +11,7 @@ import cv2
 import numpy as np
 import pytest
 
+from dataflow_fixtures import encode_varint as _varint
 from trainbus.dataflow.dataset import (ILSVRC12, DatasetFileCorruptError, DatasetFileNotFoundError, ILSVRC12Files,
                                        ILSVRCMeta)
 from trainbus_dataflow.dataset import ilsvrc as ilsvrc_mod
@@ -18,16 +19,6 @@ from trainbus_dataflow.dataset import ilsvrc as ilsvrc_mod
 SYNSETS = ["n01440764", "n01443537", "n01484850"]
 WORDS = ["n01440764 tench, Tinca tinca", "n01443537 goldfish, Carassius auratus",
          "n01484850 great white shark, white shark"]
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
 
 
 def blob_proto(arr: np.ndarray, packed: bool = True, with_shape: bool = False) -> bytes:

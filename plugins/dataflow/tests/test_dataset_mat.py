@@ -4,23 +4,15 @@ BSDS500), through ``trainbus.dataflow.dataset``."""
 from __future__ import annotations
 
 import os
-import socket
 
 import cv2
 import numpy as np
 import pytest
 import scipy.io
 
+from ports import free_ports
 from trainbus.dataflow.dataset import (BSDS500, Caltech101Silhouettes, DatasetFileCorruptError,
                                        DatasetFileNotFoundError, SVHNDigit)
-
-
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def write_svhn(path, n, seed):
@@ -66,7 +58,7 @@ def test_svhn_shuffle_cache_and_mean(tmp_path):
 
 
 def test_svhn_missing_and_truncated(tmp_path, monkeypatch):
-    base = f"http://127.0.0.1:{closed_port()}/housenumbers/"
+    base = f"http://127.0.0.1:{free_ports(1)[0]}/housenumbers/"
     monkeypatch.setattr(SVHNDigit, "_SOURCE_URL", base)
     with pytest.raises(DatasetFileNotFoundError) as ei:
         SVHNDigit("extra", data_dir=str(tmp_path))
@@ -103,7 +95,7 @@ def test_caltech101_silhouettes(tmp_path, monkeypatch):
             assert img.shape == (28, 28)
             np.testing.assert_array_equal(img, out[f"{split}_data"][k].reshape(28, 28))
             assert int(lab) == int(out[f"{split}_labels"][k, 0]) - 1
-    monkeypatch.setattr(Caltech101Silhouettes, "_SOURCE_URL", f"http://127.0.0.1:{closed_port()}/data/")
+    monkeypatch.setattr(Caltech101Silhouettes, "_SOURCE_URL", f"http://127.0.0.1:{free_ports(1)[0]}/data/")
     with pytest.raises(DatasetFileNotFoundError, match=r"caltech101_silhouettes_28_split1\.mat is missing"):
         Caltech101Silhouettes("train", dir=str(tmp_path / "empty"))
     scipy.io.savemat(str(tmp_path / "caltech101_silhouettes_28_split1.mat"), {"train_data": np.zeros((2, 10))})
@@ -154,7 +146,7 @@ def test_bsds500_images_and_edge_fractions(tmp_path):
 
 
 def test_bsds500_missing(tmp_path, monkeypatch):
-    monkeypatch.setattr(BSDS500, "_URL", f"http://127.0.0.1:{closed_port()}/BSR/BSR_bsds500.tgz")
+    monkeypatch.setattr(BSDS500, "_URL", f"http://127.0.0.1:{free_ports(1)[0]}/BSR/BSR_bsds500.tgz")
     with pytest.raises(DatasetFileNotFoundError, match=r"BSR_bsds500\.tgz is missing and could not be downloaded"):
         BSDS500("train", data_dir=str(tmp_path))
     make_bsds(str(tmp_path))

@@ -6,13 +6,13 @@ from __future__ import annotations
 import gzip
 import http.server
 import os
-import socket
 import struct
 import threading
 
 import numpy as np
 import pytest
 
+from ports import free_ports
 from trainbus.dataflow import dataset
 from trainbus.dataflow.dataset import DatasetFileCorruptError, DatasetFileNotFoundError, FashionMnist, Mnist
 
@@ -35,14 +35,6 @@ def make_split(d, prefix: str, n: int, seed: int, compress: bool = True):
     write_idx(os.path.join(d, f"{prefix}-images-idx3-ubyte{suffix}"), images, compress)
     write_idx(os.path.join(d, f"{prefix}-labels-idx1-ubyte{suffix}"), labels, compress)
     return images, labels
-
-
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def test_mnist_values_order_and_dtypes(tmp_path):
@@ -99,7 +91,7 @@ def test_uncompressed_idx_files_are_read(tmp_path):
 
 
 def test_missing_file_unreachable_says_which_file_and_url(tmp_path, monkeypatch):
-    base = f"http://127.0.0.1:{closed_port()}/exdb/mnist/"
+    base = f"http://127.0.0.1:{free_ports(1)[0]}/exdb/mnist/"
     monkeypatch.setattr(Mnist, "_SOURCE_URLS", (base,))
     with pytest.raises(DatasetFileNotFoundError) as ei:
         Mnist("train", dir=str(tmp_path))
@@ -129,7 +121,7 @@ def test_missing_files_are_downloaded_from_the_first_working_mirror(tmp_path, mo
     t = threading.Thread(target=httpd.serve_forever, daemon=True)
     t.start()
     try:
-        dead = f"http://127.0.0.1:{closed_port()}/"
+        dead = f"http://127.0.0.1:{free_ports(1)[0]}/"
         monkeypatch.setattr(Mnist, "_SOURCE_URLS", (dead, f"http://127.0.0.1:{httpd.server_address[1]}/"))
         out = tmp_path / "data"
         ds = Mnist("test", shuffle=False, dir=str(out))

@@ -8,17 +8,8 @@ import os
 import numpy as np
 import pytest
 
+from dataflow_fixtures import encode_varint as _varint
 from trainbus.dataflow import CaffeLMDB, HDF5Data, LMDBData, LMDBDataDecoder, SVMLightData
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
 
 
 def datum(img_chw: np.ndarray, label: int) -> bytes:
