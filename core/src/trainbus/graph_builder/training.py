@@ -74,6 +74,15 @@ class DataParallelBuilder(GraphBuilder):
             raise ValueError(f"the towers returned different numbers of gradients {counts}; variables only some towers "
                              f"have gradients for: {only}")
 
+    def _check_build_grads(self, grad_list: GradList, check_variables: Callable[[GradList], Any]) -> None:
+        """What every ``build`` checks first: one gradient list per tower, all of the same length,
+        and ``check_variables(grad_list)`` (shared or replicated variables)."""
+        if len(grad_list) != len(self.towers):
+            raise ValueError(f"{type(self).__name__}.build: {len(grad_list)} gradient lists for "
+                             f"{len(self.towers)} towers")
+        DataParallelBuilder._check_grad_list(grad_list)
+        check_variables(grad_list)
+
     @staticmethod
     def call_for_each_tower(towers: Sequence[int], func: Callable[[], Any], devices: Sequence[Any] | None = None,
                             use_vs: Sequence[bool] | None = None) -> list[Any]:
@@ -149,11 +158,7 @@ class SyncMultiGPUParameterServerBuilder(DataParallelBuilder):
         :param get_opt_fn: returns the optimizer.
         :returns: the training op.
         """
-        if len(grad_list) != len(self.towers):
-            raise ValueError(f"{type(self).__name__}.build: {len(grad_list)} gradient lists for "
-                             f"{len(self.towers)} towers")
-        DataParallelBuilder._check_grad_list(grad_list)
-        check_shared_grads(grad_list)
+        self._check_build_grads(grad_list, check_shared_grads)
         self.grads = aggregate_grads_colocate(grad_list, average=True)
         opt = get_opt_fn()
         with tf1.device(self._ps_devices()[0]):
@@ -200,12 +205,8 @@ class SyncMultiGPUReplicatedBuilder(DataParallelBuilder):
             variables to the other towers (run it once after the variables are initialized or
             restored; None with one tower).
         """
-        if len(grad_list) != len(self.towers):
-            raise ValueError(f"{type(self).__name__}.build: {len(grad_list)} gradient lists for "
-                             f"{len(self.towers)} towers")
+        self._check_build_grads(grad_list, check_replicated_grads)
         raw = self.raw_devices
-        DataParallelBuilder._check_grad_list(grad_list)
-        check_replicated_grads(grad_list)
         mode = self._mode
         dtypes = {g.dtype.base_dtype for g, _ in grad_list[0]}
         if mode == "nccl" and not dtypes <= {tf.float16, tf.float32, tf.float64}:
@@ -308,11 +309,7 @@ class AsyncMultiGPUBuilder(DataParallelBuilder):
         :param get_opt_fn: returns the optimizer.
         :returns: the training op.
         """
-        if len(grad_list) != len(self.towers):
-            raise ValueError(f"{type(self).__name__}.build: {len(grad_list)} gradient lists for "
-                             f"{len(self.towers)} towers")
-        DataParallelBuilder._check_grad_list(grad_list)
-        check_shared_grads(grad_list)
+        self._check_build_grads(grad_list, check_shared_grads)
         k = len(self.towers)
         if self._scale_gradient and k > 1:
             from trainbus.tfutils.gradproc import ScaleGradient

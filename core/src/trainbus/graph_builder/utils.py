@@ -412,21 +412,22 @@ class GradientPacker:
             flat = tf.concat(list(grad_packs), 0, name="concatenated_packs")
             return [tf.reshape(g, s) for g, s in zip(tf.split(flat, self._sizes), self._shapes)]
 
+    @staticmethod
+    def _per_tower(func: Callable[[Any], list[Any]], per_tower: Sequence[Any],
+                   devices: Sequence[str]) -> list[list[Any]]:
+        out = []
+        for dev, x in zip(devices, per_tower):
+            with tf1.device(dev):
+                out.append(func(x))
+        return out
+
     def pack_all(self, all_grads: Sequence[Sequence[Any]], devices: Sequence[str]) -> list[list[Any]]:
         """:meth:`pack` for each tower, on its device."""
-        out = []
-        for dev, grads in zip(devices, all_grads):
-            with tf1.device(dev):
-                out.append(self.pack(grads))
-        return out
+        return self._per_tower(self.pack, all_grads, devices)
 
     def unpack_all(self, all_packed: Sequence[Sequence[Any]], devices: Sequence[str]) -> list[list[Any]]:
         """:meth:`unpack` for each tower, on its device."""
-        out = []
-        for dev, packs in zip(devices, all_packed):
-            with tf1.device(dev):
-                out.append(self.unpack(packs))
-        return out
+        return self._per_tower(self.unpack, all_packed, devices)
 
 
 def check_replicated_grads(grad_list: Sequence[Sequence[tuple[Any, Any]]]) -> None:

@@ -13,6 +13,7 @@ import tempfile
 import threading
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from typing import Iterator
 
 __all__ = ["mkdir_p", "download", "recursive_walk", "get_dataset_path", "normpath", "DownloadError",
@@ -75,21 +76,16 @@ def default_file_mode() -> int:
     return 0o666 & ~current_umask()
 
 
-def atomic_write_bytes(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: temporary file in the same directory, fsync, rename.
-
-    The file gets the permissions a plain ``open(path, "w")`` would give it (``0o666`` less the
-    process umask), not the owner-only mode of the temporary file.
-    """
+@contextmanager
+def _replacing(path: str, suffix: str) -> Iterator[int]:
+    """A new temporary file next to ``path``, as an OS file descriptor for the block to write; it has
+    the permissions a plain ``open(path, "w")`` would give. When the block ends normally the file
+    replaces ``path`` and the directory entry is synced; when it raises, the file is removed."""
     d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=d)
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=suffix, dir=d)
     try:
         os.fchmod(fd, default_file_mode())
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        yield fd
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -98,6 +94,19 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
             pass
         raise
     fsync_dir(d)
+
+
+def atomic_write_bytes(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: temporary file in the same directory, fsync, rename.
+
+    The file gets the permissions a plain ``open(path, "w")`` would give it (``0o666`` less the
+    process umask), not the owner-only mode of the temporary file.
+    """
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with _replacing(path, ".tmp") as fd, os.fdopen(fd, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def atomic_write_text(path: str, text: str) -> None:
@@ -175,10 +184,8 @@ def download(url: str, dir: str, filename: str | None = None, expect_size: int |
     except ImportError:  # pragma: no cover - tqdm is a dependency of the dataset readers
         tqdm = None
 
-    fd, tmp = tempfile.mkstemp(prefix="." + filename + ".", suffix=".part", dir=dir)
     size = 0
-    try:
-        os.fchmod(fd, default_file_mode())
+    with _replacing(fpath, ".part") as fd:
         with os.fdopen(fd, "wb") as out:
             try:
                 resp = urllib.request.urlopen(url, timeout=timeout)
@@ -213,14 +220,6 @@ def download(url: str, dir: str, filename: str | None = None, expect_size: int |
             raise fail("the server sent an empty file")
         if total is not None and size != total:
             raise fail(f"the server announced {total} bytes but sent {size}")
-        os.replace(tmp, fpath)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    fsync_dir(dir)
 
     if expect_size is not None and size != expect_size:
         logger.error(f"File downloaded from {url} has {size} bytes, not the expected {expect_size}: it may be "
