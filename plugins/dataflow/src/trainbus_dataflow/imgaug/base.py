@@ -72,13 +72,26 @@ def default_repr(obj: Any) -> str:
     return f"imgaug.{type(obj).__name__}({', '.join(parts)})"
 
 
+class _ReprFromArgs:
+    """``repr``/``str`` from :func:`default_repr`, or ``object``'s when the constructor's arguments
+    were not kept as attributes."""
+
+    def __repr__(self) -> str:
+        try:
+            return default_repr(self)
+        except AttributeError:
+            return object.__repr__(self)
+
+    __str__ = __repr__
+
+
 def _list_repr(kind: str, items: Any) -> str:
     """``imgaug.<kind>([...])`` with the repr of every item of ``items`` on its own indented line."""
     inner = ",\n".join("  " + repr(x) for x in items)
     return f"imgaug.{kind}([\n{inner}])"
 
 
-class ImageAugmentor:
+class ImageAugmentor(_ReprFromArgs):
     """Base class of all augmentors.
 
     Images are NumPy arrays of shape (h, w) or (h, w, c): uint8 in [0, 255], or floating point in [0, 1] or
@@ -121,14 +134,6 @@ class ImageAugmentor:
         if high is None:
             low, high = 0, low
         return self.rng.uniform(low, high, [] if size is None else size).astype("float32")
-
-    def __repr__(self) -> str:
-        try:
-            return default_repr(self)
-        except AttributeError:
-            return object.__repr__(self)
-
-    __str__ = __repr__
 
     def get_transform(self, img: np.ndarray) -> Any:
         """Draw this augmentor's random parameters for ``img`` and return the deterministic transform.

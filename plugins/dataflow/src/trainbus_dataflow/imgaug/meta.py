@@ -47,7 +47,18 @@ class RandomApplyAug(ImageAugmentor):
         return NoOpTransform()
 
 
-class RandomChooseAug(ImageAugmentor):
+class _AugmentorGroup(ImageAugmentor):
+    """An augmentor made of the augmentors in ``self.aug_lists``; reseeding it reseeds them too."""
+
+    aug_lists: list
+
+    def reset_state(self) -> None:
+        super().reset_state()
+        for a in self.aug_lists:
+            a.reset_state()
+
+
+class RandomChooseAug(_AugmentorGroup):
     """Apply one augmentor chosen at random from a list (uniformly, or with given probabilities)."""
 
     def __init__(self, aug_lists: list) -> None:
@@ -69,17 +80,12 @@ class RandomChooseAug(ImageAugmentor):
         self.aug_lists, self.prob = aug_lists, prob
         super().__init__()
 
-    def reset_state(self) -> None:
-        super().reset_state()
-        for a in self.aug_lists:
-            a.reset_state()
-
     def get_transform(self, img: np.ndarray) -> Any:
         idx = self.rng.choice(len(self.aug_lists), p=self.prob)
         return self.aug_lists[idx].get_transform(img)
 
 
-class RandomOrderAug(ImageAugmentor):
+class RandomOrderAug(_AugmentorGroup):
     """Apply all augmentors, in a random order. Every augmentor draws its transform from the input image, so they
     should not change the image's shape."""
 
@@ -92,11 +98,6 @@ class RandomOrderAug(ImageAugmentor):
             _check_aug("RandomOrderAug", a)
         self.aug_lists = aug_lists
         super().__init__()
-
-    def reset_state(self) -> None:
-        super().reset_state()
-        for a in self.aug_lists:
-            a.reset_state()
 
     def get_transform(self, img: np.ndarray) -> Any:
         order = self.rng.permutation(len(self.aug_lists))

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import cv2
 import numpy as np
 
-from .base import _list_repr, default_repr
+from .base import _list_repr, _ReprFromArgs
 
 __all__ = ["Transform", "ResizeTransform", "CropTransform", "FlipTransform", "TransformList", "TransformFactory",
            "WarpAffineTransform", "TransposeTransform", "PhotometricTransform", "NoOpTransform", "LazyTransform"]
@@ -37,7 +37,7 @@ class BaseTransform:
                     setattr(self, k, v)
 
 
-class Transform(BaseTransform):
+class Transform(_ReprFromArgs, BaseTransform):
     """A deterministic change of an image (and of what goes with it), made by an augmentor.
 
     Subclasses implement ``apply_image(img)`` and, where it makes sense, ``apply_coords(coords)`` (an Nx2 array,
@@ -55,14 +55,6 @@ class Transform(BaseTransform):
 
             return missing
         raise AttributeError(f"{type(self).__name__} object has no attribute {name!r}")
-
-    def __repr__(self) -> str:
-        try:
-            return default_repr(self)
-        except AttributeError:
-            return object.__repr__(self)
-
-    __str__ = __repr__
 
 
 class ResizeTransform(Transform):
