@@ -7,7 +7,7 @@ Unless an augmentor says otherwise, the output has the input's dtype; uint8 resu
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 import cv2
 import numpy as np
@@ -22,6 +22,14 @@ def _finish(img: np.ndarray, old_dtype: np.dtype, clip: bool) -> np.ndarray:
     if clip or old_dtype == np.uint8:
         img = np.clip(img, 0, 255)
     return img.astype(old_dtype, copy=False)
+
+
+def _pixel_stats(img: np.ndarray, all_channel: bool, *stats: Callable[..., Any]) -> tuple:
+    """Each of ``stats`` (``np.mean``, ``np.max``, ...) over all of ``img``, or per channel over the
+    (h, w) axes, kept broadcastable against ``img``."""
+    if all_channel:
+        return tuple(f(img) for f in stats)
+    return tuple(f(img, axis=(0, 1), keepdims=True) for f in stats)
 
 
 class Hue(PhotometricAugmentor):
@@ -138,11 +146,7 @@ class MeanVarianceNormalize(PhotometricAugmentor):
 
     def _augment(self, img: np.ndarray, _: Any) -> np.ndarray:
         img = img.astype("float32")
-        if self.all_channel:
-            mean, std = np.mean(img), np.std(img)
-        else:
-            mean = np.mean(img, axis=(0, 1), keepdims=True)
-            std = np.std(img, axis=(0, 1), keepdims=True)
+        mean, std = _pixel_stats(img, self.all_channel, np.mean, np.std)
         std = np.maximum(std, np.float32(1.0 / np.sqrt(np.prod(img.shape))))
         return ((img - mean) / std).astype("float32", copy=False)
 
@@ -295,9 +299,5 @@ class MinMaxNormalize(PhotometricAugmentor):
 
     def _augment(self, img: np.ndarray, _: Any) -> np.ndarray:
         img = img.astype("float32")
-        if self.all_channel:
-            lo, hi = np.min(img), np.max(img)
-        else:
-            lo = np.min(img, axis=(0, 1), keepdims=True)
-            hi = np.max(img, axis=(0, 1), keepdims=True)
+        lo, hi = _pixel_stats(img, self.all_channel, np.min, np.max)
         return (self.max - self.min) * (img - lo) / (hi - lo) + self.min
