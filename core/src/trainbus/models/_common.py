@@ -6,6 +6,8 @@ from typing import Any
 
 import tensorflow as tf
 
+from trainbus.models.utils import VariableHolder
+
 tf1 = tf.compat.v1
 
 
@@ -85,3 +87,14 @@ def need_tower_training(training: Any, layer: str) -> bool:
                          "build it under trainbus.tfutils.TowerContext(name, is_training=...) "
                          "or pass training=True/False")
     return bool(ctx.is_training)
+
+
+def hold_norm_variables(out: Any, beta: Any, gamma: Any) -> Any:
+    """Attach ``out.variables``, a ``VariableHolder`` with ``gamma`` and ``beta`` (each left out
+    when None), as the normalization layers do; returns ``out``."""
+    vh = out.variables = VariableHolder()
+    if gamma is not None:
+        vh.gamma = gamma
+    if beta is not None:
+        vh.beta = beta
+    return out

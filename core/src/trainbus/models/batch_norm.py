@@ -9,7 +9,7 @@ from typing import Any
 import tensorflow as tf
 from tensorflow.python.training import moving_averages
 
-from trainbus.models._common import data_format_nhwc, need_tower_training
+from trainbus.models._common import data_format_nhwc, hold_norm_variables, need_tower_training
 from trainbus.models.registry import layer_register
 from trainbus.models.utils import VariableHolder
 from trainbus.utils import logger
@@ -318,9 +318,4 @@ def BatchRenorm(x: Any, rmax: Any, dmax: Any, *, momentum: float = 0.9, epsilon:
     else:
         y = tf.nn.batch_normalization(xf, bc(moving_mean), bc(moving_var), bc(beta), bc(gamma), epsilon)
     out = tf.identity(tf.cast(y, x.dtype), name="output")
-    vh = out.variables = VariableHolder()
-    if gamma is not None:
-        vh.gamma = gamma
-    if beta is not None:
-        vh.beta = beta
-    return out
+    return hold_norm_variables(out, beta, gamma)

@@ -6,9 +6,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from trainbus.models._common import data_format_nhwc
+from trainbus.models._common import data_format_nhwc, hold_norm_variables
 from trainbus.models.registry import layer_register
-from trainbus.models.utils import VariableHolder
 from trainbus.utils import logger
 
 tf1 = tf.compat.v1
@@ -31,15 +30,6 @@ def _affine(ch: int, new_shape: list[int], ndims: int, center: bool, scale: bool
     else:
         gamma_v, gamma = None, tf.ones([1] * ndims, dtype=dtype, name="gamma")
     return beta_v, beta, gamma_v, gamma
-
-
-def _holder(out: Any, beta_v: Any, gamma_v: Any) -> Any:
-    vh = out.variables = VariableHolder()
-    if gamma_v is not None:
-        vh.gamma = gamma_v
-    if beta_v is not None:
-        vh.beta = beta_v
-    return out
 
 
 @layer_register(aliases={"use_bias": "center", "use_scale": "scale", "gamma_init": "gamma_initializer"})
@@ -70,7 +60,7 @@ def LayerNorm(x: Any, epsilon: float = 1e-5, *, center: bool = True, scale: bool
     beta_v, beta, gamma_v, gamma = _affine(chan, new_shape, ndims, center, scale, gamma_initializer,
                                            x.dtype.base_dtype)
     out = tf.nn.batch_normalization(x, mean, var, beta, gamma, epsilon, name="output")
-    return _holder(out, beta_v, gamma_v)
+    return hold_norm_variables(out, beta_v, gamma_v)
 
 
 @layer_register(aliases={"gamma_init": "gamma_initializer"})
@@ -103,4 +93,4 @@ def InstanceNorm(x: Any, epsilon: float = 1e-5, *, center: bool = True, scale: b
     mean, var = tf.nn.moments(x, axes, keepdims=True)
     beta_v, beta, gamma_v, gamma = _affine(ch, new_shape, 4, center, scale, gamma_initializer, x.dtype.base_dtype)
     out = tf.nn.batch_normalization(x, mean, var, beta, gamma, epsilon, name="output")
-    return _holder(out, beta_v, gamma_v)
+    return hold_norm_variables(out, beta_v, gamma_v)

@@ -61,6 +61,18 @@ def _as_float32(loss: Any, where: str) -> Any:
     return loss if loss.dtype.base_dtype == tf.float32 else tf.cast(loss, tf.float32)
 
 
+def _zero_cost(name: str) -> Any:
+    """The float32 zero a regularizer gives when it has nothing to add."""
+    return tf.constant(0, dtype=tf.float32, name="empty_" + name)
+
+
+def _tower_collection(ctx: Any, key: str) -> list:
+    """The collection ``key`` of the current tower when it has its own variables, else the whole graph's."""
+    if ctx is not None and ctx.has_own_variables:
+        return ctx.get_collection_in_tower(key)
+    return tf1.get_collection(key)
+
+
 def regularize_cost(regex: str, func: Callable[[Any], Any], name: str = "regularize_cost") -> Any:
     """The sum of ``func(v)`` over the trainable variables ``v`` whose name matches ``regex``
     (``re.search``), e.g. ``regularize_cost('fc.*/W', l2_regularizer(1e-5))``.
@@ -79,11 +91,8 @@ def regularize_cost(regex: str, func: Callable[[Any], Any], name: str = "regular
         raise TypeError(f"regularize_cost: func must be callable (variable -> scalar tensor), got {func!r}")
     ctx = get_current_tower_context()
     if ctx is not None and not ctx.is_training:
-        return tf.constant(0, dtype=tf.float32, name="empty_" + name)
-    if ctx is not None and ctx.has_own_variables:
-        params = ctx.get_collection_in_tower(tf1.GraphKeys.TRAINABLE_VARIABLES)
-    else:
-        params = tf1.trainable_variables()
+        return _zero_cost(name)
+    params = _tower_collection(ctx, tf1.GraphKeys.TRAINABLE_VARIABLES)
     names = []
     costs = []
     with tf1.name_scope(name + "_internals"):
@@ -92,7 +101,7 @@ def regularize_cost(regex: str, func: Callable[[Any], Any], name: str = "regular
                 costs.append(_as_float32(func(p), f"regularize_cost({regex!r})"))
                 names.append(p.name)
     if not costs:
-        return tf.constant(0, dtype=tf.float32, name="empty_" + name)
+        return _zero_cost(name)
     prefix = (ctx.vs_name + "/") if ctx is not None and ctx.vs_name else ""
     if prefix:
         names = [n[len(prefix):] if n.startswith(prefix) else n for n in names]
@@ -110,13 +119,10 @@ def regularize_cost_from_collection(name: str = "regularize_cost") -> Any:
 
     ctx = get_current_tower_context()
     if ctx is not None and not ctx.is_training:
-        return tf.constant(0, dtype=tf.float32, name="empty_" + name)
-    if ctx is not None and ctx.has_own_variables:
-        losses = ctx.get_collection_in_tower(tf1.GraphKeys.REGULARIZATION_LOSSES)
-    else:
-        losses = tf1.get_collection(tf1.GraphKeys.REGULARIZATION_LOSSES)
+        return _zero_cost(name)
+    losses = _tower_collection(ctx, tf1.GraphKeys.REGULARIZATION_LOSSES)
     if not losses:
-        return tf.constant(0, dtype=tf.float32, name="empty_" + name)
+        return _zero_cost(name)
     logger.info(f"regularize_cost_from_collection() found {len(losses)} regularizers "
                 "in REGULARIZATION_LOSSES collection.")
     return tf.add_n([_as_float32(x, "regularize_cost_from_collection") for x in losses], name=name)
