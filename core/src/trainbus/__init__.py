@@ -12,10 +12,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from trainbus import _modpaths, _registry
-from trainbus._exceptions import PluginAPIVersionError, PluginConflictError, PluginLoadError, StopTraining
-from trainbus._registry import PLUGIN_API_VERSION
-from trainbus.hookspecs import hookimpl, hookspec
+from trainbus.bus import modpaths as _modpaths, registry as _registry
+from trainbus.exceptions import PluginAPIVersionError, PluginConflictError, PluginLoadError, StopTraining
+from trainbus.bus.registry import PLUGIN_API_VERSION
+from trainbus.bus.hookspecs import hookimpl, hookspec
 
 __version__ = "0.1.0"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from trainbus._manager import PluginWarning, TrainbusPluginManager
+from trainbus.bus.manager import PluginWarning, contribution_manager
 
 __all__ = ["DEFAULT_CALLBACKS", "DEFAULT_MONITORS", "EXPECTED_CALLBACKS", "EXPECTED_MONITORS"]
 
@@ -25,8 +25,7 @@ EXPECTED_MONITORS = (
 
 
 def _collect(hook: str, expected: tuple, label: str) -> list[Any]:
-    pm = TrainbusPluginManager()
-    pm.load_ambient()
+    pm = contribution_manager()
     entries: list[tuple[int, Any]] = []
     for contributed in getattr(pm.hook, hook)():
         for slot, factory in contributed:

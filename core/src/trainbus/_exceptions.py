@@ -1,22 +1,7 @@
-"""Exceptions shared by the event core and the trainers (no TensorFlow here)."""
+"""Former location of ``trainbus.exceptions``, kept so that old import paths work: this module object
+*is* ``trainbus.exceptions``."""
 
-from __future__ import annotations
+import importlib as _importlib
+import sys as _sys
 
-
-class StopTraining(Exception):
-    """Raise it from a callback (or the step) to end training after the current event.
-
-    Every callback's ``after_train`` still runs and the trainer returns normally.
-    """
-
-
-class PluginConflictError(ImportError):
-    """Two installed distributions export the same public name."""
-
-
-class PluginLoadError(ImportError):
-    """An installed plugin could not be imported or is not usable."""
-
-
-class PluginAPIVersionError(PluginLoadError):
-    """A plugin declares a plugin API version this core does not support."""
+_sys.modules[__name__] = _importlib.import_module("trainbus.exceptions")

@@ -220,7 +220,7 @@ def scaffold_plugin(name: str, directory: str | pathlib.Path | None = None) -> p
     :raises ValueError: the name is not usable.
     :raises FileExistsError: the directory exists and is not empty.
     """
-    from trainbus._registry import PLUGIN_API_VERSION
+    from trainbus.bus.registry import PLUGIN_API_VERSION
 
     n = names_for(name)
     root = pathlib.Path(directory) if directory is not None else pathlib.Path.cwd() / n["dist"]

@@ -18,8 +18,9 @@ import importlib
 import sys
 from typing import Any, Sequence
 
-from trainbus import _registry
-from trainbus._catalogue import BUNDLES
+from trainbus.bus import registry as _registry
+from trainbus.bus.catalogue import BUNDLES
+from trainbus.bus.order import describe_order
 
 
 def _bundle_of(dist: str) -> str:
@@ -106,17 +107,6 @@ def _load_spec(spec: str) -> Any:
     if callable(obj) and not isinstance(obj, type):
         obj = obj()
     return obj
-
-
-def describe_order(callbacks: Sequence[Any], monitors: Sequence[Any] = ()) -> str:
-    """The calling order per hook for these callbacks and monitors (as a trainer would
-    register them; ambient plugins included)."""
-    from trainbus._manager import TrainbusPluginManager
-
-    pm = TrainbusPluginManager()
-    pm.load_ambient()
-    pm.register_ordered([*callbacks, *monitors])
-    return pm.describe_hooks()
 
 
 def cmd_order(args: argparse.Namespace) -> int:

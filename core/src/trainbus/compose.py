@@ -25,7 +25,7 @@ import importlib
 import inspect
 from typing import Any, Iterable
 
-from trainbus import _registry
+from trainbus.bus import registry as _registry
 
 __all__ = ["build", "callback", "monitor", "trainer", "session_init", "resolve", "provider_of", "check_arguments",
            "available", "KINDS", "CompositionError", "UnknownComponentError", "ComponentArgumentError",

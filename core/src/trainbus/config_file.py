@@ -737,7 +737,7 @@ class RunPlan:
                  monitors: list[Any] | None = None) -> str:
         """The resolved plan: each component, who provides it, the loop options and (when the
         callbacks are given) the callback order per hook."""
-        from trainbus.cli import describe_order
+        from trainbus.bus.order import describe_order
 
         rows: list[tuple[str, str, str]] = []
         if self.model:

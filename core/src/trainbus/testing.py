@@ -231,7 +231,7 @@ def _check_module_entry(ep: Any, obj: Any, where: str) -> list[str]:
     (``imgaug = "pkg.imgaug"`` in ``trainbus.dataflow``)."""
     import inspect
 
-    from trainbus import _modpaths
+    from trainbus.bus import modpaths as _modpaths
 
     if not inspect.ismodule(obj):
         return [f"{where}: {obj!r} is not a module; a module path names a module (\"pkg.sub\", no \":attr\")"]
@@ -285,7 +285,7 @@ def check_distribution(name: str, raise_on_error: bool = True) -> list[str]:
 
     import importlib_metadata as md
 
-    from trainbus import _registry
+    from trainbus.bus import registry as _registry
     from trainbus.callbacks.base import PROTECTED, Callback
 
     problems: list[str] = []
@@ -297,7 +297,7 @@ def check_distribution(name: str, raise_on_error: bool = True) -> list[str]:
             raise DistributionCheckError(name, problems) from None
         return problems
     dname = dist.metadata["Name"]
-    from trainbus import _modpaths
+    from trainbus.bus import modpaths as _modpaths
 
     groups = (*_registry.NAME_GROUPS, _registry.PLUGIN_GROUP, _modpaths.MODULE_GROUP)
     eps = [ep for ep in dist.entry_points if ep.group in groups]
@@ -391,7 +391,7 @@ def check_distribution(name: str, raise_on_error: bool = True) -> list[str]:
 
 def _check_ambient(obj: Any, where: str) -> list[str]:
     """An ambient plugin (group ``trainbus.plugins``) must register and implement known hooks."""
-    from trainbus._manager import TrainbusPluginManager
+    from trainbus.bus.manager import TrainbusPluginManager
 
     pm = TrainbusPluginManager()
     try:

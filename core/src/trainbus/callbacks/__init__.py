@@ -9,7 +9,7 @@ e.g. ``trainbus.callbacks.ModelSaver``. No TensorFlow import here.
 
 from __future__ import annotations
 
-from trainbus import _registry
+from trainbus.bus import registry as _registry
 from trainbus.callbacks.base import Callback, CallbackFactory, ProxyCallback
 from trainbus.callbacks.group import Callbacks
 from trainbus.callbacks.monitor import MonitorBase, Monitors

@@ -11,11 +11,12 @@ import time
 import types
 from typing import TYPE_CHECKING, Any, Callable
 
-from trainbus._exceptions import StopTraining
-from trainbus.hookspecs import hookimpl
+from trainbus.bus.dispatch import annotate as _annotate
+from trainbus.bus.dispatch import annotate_from_traceback, origin_of
+from trainbus.bus.hookspecs import hookimpl
 
 if TYPE_CHECKING:  # pragma: no cover
-    from trainbus.train.base import Trainer
+    from trainbus.bus.protocols import TrainerView as Trainer
 
 __all__ = ["Callback", "ProxyCallback", "CallbackFactory", "RunValuesByRequester", "HOOK_USES"]
 
@@ -54,44 +55,7 @@ USER_METHOD_PARAMS: dict[str, tuple[str, ...]] = {
 }
 
 
-class RunValuesByRequester(dict):
-    """``after_run``'s ``run_values``: requester -> ``tf.compat.v1.train.SessionRunValues``."""
-
-    __slots__ = ("options", "run_metadata")
-
-
-def _annotate(exc: BaseException, cb: object, hook: str) -> None:
-    """Name the callback an exception came from, once (the innermost callback wins)."""
-    if isinstance(exc, StopTraining) or getattr(exc, "_trainbus_origin", None) is not None:
-        return
-    try:
-        exc._trainbus_origin = (cb, hook)  # type: ignore[attr-defined]
-        from trainbus._registry import distribution_of
-
-        dist = distribution_of(type(cb).__module__)
-        where = f"; distribution {dist}" if dist else ""
-        exc.add_note(f"[trainbus] raised in callback {cb} ({type(cb).__module__}.{type(cb).__qualname__}{where}) during {hook}()")
-    except (AttributeError, TypeError):  # exceptions with __slots__ or frozen
-        pass
-
-
-def annotate_from_traceback(exc: BaseException) -> None:
-    """Name the callback for an exception raised in a hook that calls the user's method
-    directly (``trigger_step`` runs ``_trigger_step`` with no wrapper, to keep steps cheap):
-    the deepest ``_trigger_step`` frame of a Callback in the traceback is the origin."""
-    if origin_of(exc) is not None or isinstance(exc, StopTraining):
-        return
-    found = None
-    tb = exc.__traceback__
-    while tb is not None:
-        frame = tb.tb_frame
-        if frame.f_code.co_name == "_trigger_step":
-            obj = frame.f_locals.get("self")
-            if isinstance(obj, Callback):
-                found = obj
-        tb = tb.tb_next
-    if found is not None:
-        _annotate(exc, found, "trigger_step")
+from trainbus.callbacks.run_values import RunValuesByRequester  # noqa: E402,F401 - re-exported here
 
 
 def _positional_arity(fn: Any) -> tuple[int, float, list[str]] | None:
@@ -144,9 +108,18 @@ def check_overrides(cls: type, table: dict[str, tuple[str, ...]]) -> None:
         )
 
 
-def origin_of(exc: BaseException) -> tuple[object, str] | None:
-    """The ``(callback, hook)`` an exception was raised in, if it came from a callback."""
-    return getattr(exc, "_trainbus_origin", None)
+def _hook_method(hook: str, user_method: str, marked: bool = True) -> Callable[[Any], None]:
+    """The trainbus-owned method of a hook without arguments: runs the user's underscore
+    method and names the callback in an exception's notes."""
+    def method(self: Any) -> None:
+        try:
+            getattr(self, user_method)()
+        except BaseException as e:
+            _annotate(e, self, hook)
+            raise
+
+    method.__name__ = method.__qualname__ = hook
+    return hookimpl(method) if marked else method
 
 
 class Callback:
@@ -174,6 +147,8 @@ class Callback:
     """
 
     _chief_only = True
+    #: hook -> the method the bus registers for it directly (see ``trainbus.bus.protocols.Member``)
+    hook_direct_methods = {"trigger_step": "_trigger_step"}
     #: Name scope of the ops created in ``_setup_graph``; defaults to the class name.
     name_scope: str = ""
 
@@ -241,7 +216,7 @@ class Callback:
         self.trainer = trainer
         self.graph = trainer.graph
         try:
-            from trainbus.tfutils import _tf
+            from trainbus.utils import lazytf as _tf
 
             tf1 = _tf.tf1()
             scope = (self.name_scope or type(self).__name__).replace("_", "")
@@ -249,30 +224,6 @@ class Callback:
                 self._setup_graph()
         except BaseException as e:
             _annotate(e, self, "setup_graph")
-            raise
-
-    @hookimpl
-    def before_train(self) -> None:
-        try:
-            self._before_train()
-        except BaseException as e:
-            _annotate(e, self, "before_train")
-            raise
-
-    @hookimpl
-    def before_epoch(self) -> None:
-        try:
-            self._before_epoch()
-        except BaseException as e:
-            _annotate(e, self, "before_epoch")
-            raise
-
-    @hookimpl
-    def after_epoch(self) -> None:
-        try:
-            self._after_epoch()
-        except BaseException as e:
-            _annotate(e, self, "after_epoch")
             raise
 
     @hookimpl
@@ -289,60 +240,19 @@ class Callback:
     @hookimpl
     def after_run(self, run_context: Any, run_values: Any) -> None:
         try:
-            if isinstance(run_values, RunValuesByRequester):
-                mine = run_values.get(self)
-                if mine is None:
-                    from trainbus.tfutils import _tf
-
-                    mine = _tf.tf1().train.SessionRunValues(
-                        results=None, options=run_values.options, run_metadata=run_values.run_metadata)
-                run_values = mine
-            self._after_run(run_context, run_values)
+            self._after_run(run_context, run_values.values_for(self))
         except BaseException as e:
             _annotate(e, self, "after_run")
             raise
 
-    @hookimpl
-    def trigger_step(self) -> None:
-        try:
-            self._trigger_step()
-        except BaseException as e:
-            _annotate(e, self, "trigger_step")
-            raise
-
-    @hookimpl
-    def trigger_epoch(self) -> None:
-        start = time.perf_counter()
-        try:
-            self._trigger_epoch()
-        except BaseException as e:
-            _annotate(e, self, "trigger_epoch")
-            raise
-        finally:
-            timer = getattr(getattr(self, "trainer", None), "_callback_times", None)
-            if timer is not None:
-                timer[self] = timer.get(self, 0.0) + time.perf_counter() - start
-
-    def trigger(self) -> None:
-        """Run ``_trigger()``; schedulers such as ``PeriodicTrigger`` call this."""
-        try:
-            self._trigger()
-        except BaseException as e:
-            _annotate(e, self, "trigger")
-            raise
-
-    @hookimpl
-    def after_train(self) -> None:
-        # pluggy stops a hook call at the first exception; after_train must reach every
-        # callback, so errors are collected by the trainer and re-raised after the hook.
-        try:
-            self._after_train()
-        except BaseException as e:  # noqa: BLE001 - re-raised by the trainer
-            _annotate(e, self, "after_train")
-            sink = getattr(getattr(self, "trainer", None), "_after_train_errors", None)
-            if sink is None:
-                raise
-            sink.append(e)
+    before_train = _hook_method("before_train", "_before_train")
+    before_epoch = _hook_method("before_epoch", "_before_epoch")
+    after_epoch = _hook_method("after_epoch", "_after_epoch")
+    trigger_step = _hook_method("trigger_step", "_trigger_step")
+    trigger_epoch = _hook_method("trigger_epoch", "_trigger_epoch")
+    after_train = _hook_method("after_train", "_after_train")
+    trigger = _hook_method("trigger", "_trigger", marked=False)
+    trigger.__doc__ = "Run ``_trigger()``; schedulers such as ``PeriodicTrigger`` call this."
 
     # ------------------------------------------------------------------ user API
     def _setup_graph(self) -> None:
@@ -434,16 +344,11 @@ class Callback:
         if unknown:
             raise ValueError(f"{self}: cannot drop hook(s) {unknown}; droppable: {sorted(set(HOOK_USES) - {'setup_graph'})}")
         pm = getattr(getattr(self, "trainer", None), "plugin_manager", None)
-        if pm is None:
-            return
-        for h in hooks:
-            try:
-                getattr(pm.hook, h)._remove_plugin(self)
-            except ValueError:  # not registered for it (or registered through a wrapper)
-                pass
+        if pm is not None:
+            pm.drop(self, hooks)
 
     def _as_run_args(self, fetches: Any) -> Any:
-        from trainbus.tfutils import _tf
+        from trainbus.utils import lazytf as _tf
 
         tf1 = _tf.tf1()
         if isinstance(fetches, tf1.train.SessionRunArgs):

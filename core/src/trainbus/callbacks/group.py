@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from trainbus.callbacks.base import Callback, RunValuesByRequester, ensure_callback
+from trainbus.callbacks.base import Callback, ensure_callback
+from trainbus.callbacks.run_values import RunValuesByRequester
 
 __all__ = ["Callbacks"]
 
@@ -43,7 +44,7 @@ class Callbacks(Callback):
             cb.after_epoch()
 
     def _before_run(self, ctx: Any) -> Any:
-        from trainbus.tfutils import _tf
+        from trainbus.utils import lazytf as _tf
 
         requests = [r for r in (cb.before_run(ctx) for cb in self.cbs) if r is not None]
         if not requests:
@@ -54,15 +55,9 @@ class Callbacks(Callback):
                                               feed_dict=_merge_feeds([a.feed_dict for _, a in requests]))
 
     def _after_run(self, ctx: Any, run_values: Any) -> None:
-        from trainbus.tfutils import _tf
-
-        tf1 = _tf.tf1()
-        by_cb = RunValuesByRequester()
-        by_cb.options, by_cb.run_metadata = run_values.options, run_values.run_metadata
-        if run_values.results is not None:
-            for req, res in zip(self._requests, run_values.results):
-                by_cb[req] = tf1.train.SessionRunValues(results=res, options=run_values.options,
-                                                        run_metadata=run_values.run_metadata)
+        requests = [(req, None) for req in self._requests] if run_values.results is not None else []
+        by_cb = RunValuesByRequester.pack(requests, run_values.results or (), run_values.options,
+                                          run_values.run_metadata)
         for cb in self.cbs:
             if "after_run" in cb.hooks_used():
                 cb.after_run(ctx, by_cb)

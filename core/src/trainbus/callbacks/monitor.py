@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from trainbus.callbacks.base import Callback, check_overrides, ensure_callback
 
 if TYPE_CHECKING:  # pragma: no cover
-    from trainbus.train.base import Trainer
+    from trainbus.bus.protocols import TrainerView as Trainer
 
 __all__ = ["MonitorBase", "Monitors", "MONITOR_METHODS", "MONITOR_METHOD_PARAMS"]
 
@@ -157,7 +157,7 @@ class Monitors(Callback):
             return
         self._hook.process_scalar(trainer=self._trainer, name=name, val=val)
         if self._want_summary:
-            from trainbus.tfutils import _tf
+            from trainbus.utils import lazytf as _tf
 
             s = _tf.tf1().Summary()
             s.value.add(tag=name, simple_value=float(val))
@@ -185,7 +185,7 @@ class Monitors(Callback):
     def put_summary(self, summary: Any) -> None:
         """Put a ``tf.compat.v1.Summary`` (a serialized one is accepted too); its simple values
         are also put as scalars, without tower prefixes or ``-summary`` suffixes."""
-        from trainbus.tfutils import _tf
+        from trainbus.utils import lazytf as _tf
 
         tf1 = _tf.tf1()
         if isinstance(summary, bytes):
@@ -219,7 +219,7 @@ _PLUGIN_MONITORS = ("TFEventWriter", "JSONWriter", "ScalarPrinter", "SendMonitor
 
 def __getattr__(name: str) -> Any:
     if name in _PLUGIN_MONITORS:
-        from trainbus import _registry
+        from trainbus.bus import registry as _registry
 
         value = _registry.resolve(__name__, name, ("trainbus.callbacks",))
         globals()[name] = value

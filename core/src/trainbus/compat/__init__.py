@@ -7,7 +7,7 @@ Importing this module imports TensorFlow (``import trainbus`` alone does not).
 
 from __future__ import annotations
 
-from trainbus.tfutils._tf import tf as _tf
+from trainbus.utils.lazytf import tf as _tf
 
 __all__ = ["tfv1", "is_tfv2"]
 

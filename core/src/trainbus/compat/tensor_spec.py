@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainbus.tfutils._tf import tf as _tf
+from trainbus.utils.lazytf import tf as _tf
 
 __all__ = ["TensorSpec"]
 

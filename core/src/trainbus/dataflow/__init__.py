@@ -21,7 +21,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from trainbus import _registry
+from trainbus.bus import registry as _registry
 
 
 class DataFlowTerminated(BaseException):

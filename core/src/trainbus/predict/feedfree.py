@@ -6,7 +6,8 @@ from typing import Any, Sequence
 
 import tensorflow as tf
 
-from trainbus.callbacks.base import Callback, RunValuesByRequester
+from trainbus.callbacks.base import Callback
+from trainbus.callbacks.run_values import RunValuesByRequester
 from trainbus.predict.base import PredictorBase
 from trainbus.predict.config import PredictConfig, _tensors
 from trainbus.tfutils.tower import PredictTowerContext
@@ -58,10 +59,7 @@ class _InputDriver:
                 if r[1].feed_dict:
                     feed.update(r[1].feed_dict)
         out = self.sess.run([fetches, [args.fetches for _, args in requests]], feed_dict=feed or None)
-        values = RunValuesByRequester()
-        values.options, values.run_metadata = None, None
-        for (req, _), res in zip(requests, out[1]):
-            values[req] = tf1.train.SessionRunValues(results=res, options=None, run_metadata=None)
+        values = RunValuesByRequester.pack(requests, out[1], None, None)
         for cb in self._run_cbs:
             cb.after_run(ctx, values)
         return out[0]

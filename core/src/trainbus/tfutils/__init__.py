@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from trainbus import _registry
+from trainbus.bus import registry as _registry
 
 #: the package's own public names; ``__all__`` (computed on access) adds the session
 #: initializers installed plugins declare, as tensorpack's star-imports its ``sessinit``

@@ -1,20 +1,5 @@
-"""Lazy access to TensorFlow for the event core (which must import without it)."""
+"""Lazy access to TensorFlow (kept for old imports; see :mod:`trainbus.utils.lazytf`)."""
 
-from __future__ import annotations
+from trainbus.utils.lazytf import tf, tf1
 
-import functools
-import os
-from typing import Any
-
-
-@functools.lru_cache(maxsize=None)
-def tf() -> Any:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow
-
-    return tensorflow
-
-
-@functools.lru_cache(maxsize=None)
-def tf1() -> Any:
-    return tf().compat.v1
+__all__ = ["tf", "tf1"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainbus.tfutils import _tf
+from trainbus.utils import lazytf as _tf
 from trainbus.tfutils.collect_env import collect_env_info  # tensorpack's path for it too
 
 __all__ = ["get_default_sess_config", "get_global_step_var", "get_global_step_value", "get_tf_version_tuple",

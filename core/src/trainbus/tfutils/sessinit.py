@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from trainbus import _registry
+from trainbus.bus import registry as _registry
 
 __all__ = ["SessionInit", "JustCurrentSession", "ChainInit"]
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from trainbus import _registry
+from trainbus.bus import registry as _registry
 from trainbus._defaults import DEFAULT_CALLBACKS, DEFAULT_MONITORS
-from trainbus._exceptions import StopTraining
+from trainbus.exceptions import StopTraining
 
 _CORE_ALL = ["StopTraining", "Trainer", "TowerTrainer", "SingleCostTrainer", "TrainConfig", "AutoResumeTrainConfig",
            "launch_train_with_config", "DEFAULT_CALLBACKS", "DEFAULT_MONITORS", "ModelDesc", "ModelDescBase",

@@ -1,32 +1,32 @@
 """The Trainer: builds nothing itself, runs the loop and fires the bus.
 
-The per-step hot path lives here: ``HookedSession.run`` merges the step's fetches, the
-callbacks' ``before_run`` requests and the input feeds into ONE ``Session.run``, through a
-callable cached per distinct fetch/feed structure (``Session.make_callable``).
+The per-step work goes through ``trainer.hooked_sess`` (:mod:`trainbus.session`): one
+``Session.run`` per step. Strategies (multi-GPU, distributed, Horovod) build the graph in
+subclasses and plug into the loop through the public seams ``agree_stop``/``confirm_stop``
+(every process stops after the same step), ``after_session_init`` and
+``broadcast_variables``.
 """
 
 from __future__ import annotations
 
-import copy
 import functools
 import logging
 import time
 from typing import Any, Iterable, Sequence
 
-from trainbus import hookspecs
-from trainbus._exceptions import StopTraining
-from trainbus._manager import TrainbusPluginManager
-from trainbus.callbacks.base import Callback, RunValuesByRequester, annotate_from_traceback, ensure_callback, origin_of
+from trainbus.bus.dispatch import Bus, annotate_from_traceback, origin_of
+from trainbus.bus.manager import TrainbusPluginManager
+from trainbus.callbacks.base import Callback, ensure_callback
 from trainbus.callbacks.monitor import MonitorBase, Monitors
-from trainbus.tfutils import _tf
+from trainbus.exceptions import StopTraining
+from trainbus.session.hooked import HookedSession
+from trainbus.utils import lazytf as _tf
 from trainbus.utils import logger
 from trainbus.utils.timefmt import human_seconds
 
 __all__ = ["Trainer", "StopTraining", "TrainLoop", "HookedSession", "Bus"]
 
 log = logging.getLogger("trainbus.train")
-
-_PER_STEP_HOOKS = ("before_run", "after_run", "trigger_step")
 
 
 class TrainLoop:
@@ -48,181 +48,6 @@ class TrainLoop:
         self.starting_epoch = int(starting_epoch)
         self.max_epoch = int(max_epoch)
         self._epoch_num = self.starting_epoch - 1
-
-
-class Bus:
-    """The trainer's only way to fire hooks: callers bound once, per-step hooks with no
-    implementation are ``None`` (the loop skips them)."""
-
-    def __init__(self, pm: TrainbusPluginManager) -> None:
-        self.pm = pm
-        h = pm.hook
-        for name in hookspecs.LOOP_HOOKS:
-            caller = getattr(h, name)
-            if name in _PER_STEP_HOOKS and not caller.get_hookimpls():
-                caller = None
-            setattr(self, name, caller)
-        if self.trigger_step is not None:
-            self.trigger_step = _flat_dispatch(self.trigger_step, pm) or self.trigger_step
-
-
-def _flat_dispatch(caller: Any, pm: TrainbusPluginManager) -> Any:
-    """For a result-less hook fired every step: call its implementations in pluggy's order
-    from a plain tuple, without pluggy's per-call machinery. pluggy stays the registry and the
-    authority on order (``get_hookimpls``); falls back to the caller itself when an
-    implementation is a wrapper or takes arguments other than ``trainer``, or hooks are traced."""
-    impls = caller.get_hookimpls()
-    if getattr(pm, "_trainbus_tracing", False):
-        return None
-    plain = []
-    for impl in reversed(impls):  # pluggy calls the last one first
-        if impl.wrapper or impl.hookwrapper or set(impl.argnames) - {"trainer"}:
-            return None
-        plain.append((impl.function, "trainer" in impl.argnames))
-    no_args = tuple(f for f, needs in plain if not needs)
-    if len(no_args) == len(plain):
-        def call_all(trainer: Any = None) -> None:
-            for f in no_args:
-                f()
-        return call_all
-    ordered = tuple(plain)
-
-    def call_some(trainer: Any = None) -> None:
-        for f, needs in ordered:
-            if needs:
-                f(trainer)
-            else:
-                f()
-    return call_some
-
-
-class HookedSession:
-    """``trainer.hooked_sess``: ``run()`` fires ``before_run``/``after_run`` on the bus and runs
-    the requested extra fetches, feeds and options in the same ``Session.run`` as the step.
-
-    Each ``run()`` increments the trainer's ``global_step`` (the TF variable too, by an op
-    fetched in the same call).
-    """
-
-    _MAX_CALLABLES = 256
-
-    def __init__(self, sess: Any, trainer: Trainer, bus: Bus, step_incr_op: Any) -> None:
-        self.sess = sess
-        self._trainer = trainer
-        self._br = bus.before_run
-        self._ar = bus.after_run
-        self._incr = step_incr_op
-        self._callables: dict[Any, Any] = {}
-        self._feed_keys: tuple = ()
-        self._feed_next: Any = None
-        self._stop = False
-        tf1 = _tf.tf1()
-        self._Ctx = tf1.train.SessionRunContext
-        self._Args = tf1.train.SessionRunArgs
-        self._Values = tf1.train.SessionRunValues
-        self._RunOptions = tf1.RunOptions
-        self._RunMetadata = tf1.RunMetadata
-
-    @property
-    def graph(self) -> Any:
-        return self.sess.graph
-
-    def set_feed_source(self, placeholders: Sequence[Any], next_values: Any) -> None:
-        """Feed ``placeholders`` with ``next_values()`` (a tuple) at every ``run()``: how
-        ``FeedInput`` feeds the step without a hook."""
-        self._feed_keys = tuple(placeholders)
-        self._feed_next = next_values
-
-    def should_stop(self) -> bool:
-        return self._stop
-
-    def run(self, fetches: Any, feed_dict: dict | None = None, options: Any = None, run_metadata: Any = None) -> Any:
-        trainer = self._trainer
-        feed_keys = self._feed_keys
-        feed_vals = self._feed_next() if self._feed_next is not None else ()
-        if feed_dict:
-            feed_keys = feed_keys + tuple(feed_dict)
-            feed_vals = tuple(feed_vals) + tuple(feed_dict.values())
-        ctx = None
-        requests: Any = ()
-        if self._br is not None or self._ar is not None:
-            ctx = self._Ctx(self._Args(fetches, feed_dict), self.sess)
-            if self._br is not None:
-                requests = self._br(trainer=trainer, run_context=ctx)
-        if requests:
-            extra_fetches = tuple(args.fetches for _, args in requests)
-            for req, args in requests:
-                if args.feed_dict:
-                    for k, v in args.feed_dict.items():
-                        if k in feed_keys:
-                            raise RuntimeError(f"{req} feeds {k!r} in before_run, but that tensor is already fed by the step or another callback")
-                        feed_keys = feed_keys + (k,)
-                        feed_vals = tuple(feed_vals) + (v,)
-                if args.options is not None:
-                    if options is None:
-                        options = self._RunOptions()
-                    else:
-                        options = copy.deepcopy(options)
-                    timeout = max(options.timeout_in_ms, args.options.timeout_in_ms)
-                    options.MergeFrom(args.options)
-                    options.timeout_in_ms = timeout
-            key = (_fkey(fetches), tuple(_fkey(f) for f in extra_fetches), feed_keys, options is not None)
-        else:
-            extra_fetches = ()
-            key = (_fkey(fetches), (), feed_keys, options is not None)
-        fn = self._callables.get(key)
-        if fn is None:
-            fn = self._make_callable(fetches, extra_fetches, feed_keys, options is not None)
-        if options is not None:
-            if run_metadata is None:
-                run_metadata = self._RunMetadata()
-            out = fn(*feed_vals, options=options, run_metadata=run_metadata)
-        else:
-            out = fn(*feed_vals)
-        trainer.loop._global_step += 1
-        if ctx is not None:
-            if self._ar is not None:
-                values = RunValuesByRequester()
-                values.options, values.run_metadata = options, run_metadata
-                if requests:
-                    Values = self._Values
-                    for (req, _), res in zip(requests, out[1]):
-                        values[req] = Values(results=res, options=options, run_metadata=run_metadata)
-                self._ar(trainer=trainer, run_context=ctx, run_values=values)
-            if ctx.stop_requested:
-                self._stop = True
-        return out[0]
-
-    def _make_callable(self, fetches: Any, extra: tuple, feed_keys: tuple, with_options: bool) -> Any:
-        from trainbus.train._fastrun import make_step_callable
-
-        if len(self._callables) >= self._MAX_CALLABLES:
-            self._callables.clear()
-        fn = make_step_callable(self.sess, fetches, extra, feed_keys, self._incr, with_options)
-        key = (_fkey(fetches), tuple(_fkey(f) for f in extra), feed_keys, with_options)
-        self._callables[key] = fn
-        return fn
-
-    def run_step_fn(self, fetches: Any) -> Any:
-        """Return a zero-argument function equivalent to ``run(fetches)``."""
-        return lambda: self.run(fetches)
-
-    def close(self) -> None:
-        self._callables.clear()
-        self.sess.close()
-
-
-def _fkey(f: Any) -> Any:
-    """A hashable key for a fetch structure (Tensors and Operations hash by identity)."""
-    if isinstance(f, (list, tuple)):
-        return (type(f), tuple(_fkey(x) for x in f))
-    if isinstance(f, dict):
-        return (dict, tuple((k, _fkey(v)) for k, v in f.items()))
-    try:
-        hash(f)
-        return f
-    except TypeError:
-        return (type(f), id(f))
 
 
 def _graph_for_new_trainer() -> Any:
@@ -312,8 +137,6 @@ class Trainer:
         self._bus: Bus | None = None
         self.monitors: Monitors | None = None
         self.train_op: Any = None
-        self._after_train_errors: list[BaseException] = []
-        self._callback_times: dict[Any, float] = {}
         self._autoload_plugins = autoload_plugins
         self._disable_plugins = tuple(disable_plugins)
         self._stop_reason: str | None = None
@@ -410,7 +233,7 @@ class Trainer:
         # every check of the run passed: now the log directory's action (delete, back up,
         # create) is carried out, before any callback writes into it
         logger.commit_logger_dir()
-        with self.graph.as_default():
+        with self.graph.as_default(), pm.deferring_drops():
             self._bus.setup_graph(trainer=self)
         # bind again: a callback may leave per-step hooks it turned out not to need while
         # setting up its graph (Callback._drop_hooks), which then cost nothing per step
@@ -520,7 +343,7 @@ class Trainer:
                 session_init._run_init(self.sess)
             elif not isinstance(session_init, JustCurrentSession):
                 logger.warning("This is not a chief worker, 'session_init' was ignored!")
-            self._after_session_init()
+            self.after_session_init()
             ckpt = getattr(session_init, "checkpoint_path", None) if self.is_chief else None
             if ckpt:
                 from trainbus.utils.cbstate import read_callback_states
@@ -532,8 +355,26 @@ class Trainer:
         self.sess.graph.finalize()
         logger.info("Graph Finalized.")
 
-    def _after_session_init(self) -> None:
-        """Strategies hook in here (e.g. broadcast variables after restore)."""
+    # ------------------------------------------------------------------ strategy seams
+    def after_session_init(self) -> None:
+        """Seam for strategies: runs once the session is created and ``session_init`` ran
+        (restored), before the graph is finalized; e.g. ``self.broadcast_variables(...)``."""
+
+    def broadcast_variables(self, when: str) -> None:
+        """Seam for strategies: make every process's variables equal to the chief's (``when``
+        names the moment for the log). A single process has nothing to do."""
+
+    def agree_stop(self, cause: str) -> bool:
+        """Seam for strategies: a stop cause arose in this process (``request_stop``, a signal,
+        ``run_context.request_stop()``, or ``StopTraining`` raised by a callback). Return True
+        to stop after the current step (the default: one process agrees with itself), or False
+        when the strategy lets the other processes agree first; it then calls
+        ``confirm_stop(reason)`` once every process knows, so that all stop after the same step."""
+        return True
+
+    def confirm_stop(self, reason: str) -> None:
+        """Stop after the current step, for ``reason`` (agreed by every process)."""
+        self._stop_reason = reason
 
     def initialize_hooks(self) -> None:
         """Create ``self.hooked_sess`` over ``self.sess`` with the callbacks' run hooks."""
@@ -546,8 +387,10 @@ class Trainer:
         self.hooked_sess.run(self.train_op)
 
     def request_stop(self, reason: str = "requested") -> None:
-        """Stop after the current step (thread-safe; used by signal handlers)."""
-        self._stop_reason = reason
+        """Stop after the current step, once every process agreed (``agree_stop``); thread-safe
+        (signal handlers call it)."""
+        if self.agree_stop(reason):
+            self.confirm_stop(reason)
 
     def main_loop(self, steps_per_epoch: int, starting_epoch: int, max_epoch: int) -> None:
         """Run the training loop."""
@@ -576,18 +419,30 @@ class Trainer:
                     bus.before_epoch(trainer=self)
                     start = time.perf_counter()
                     for loop._local_step in range(steps_per_epoch):
-                        if hooked.should_stop() or self._stop_reason is not None:
-                            raise StopTraining(self._stop_reason or "a session hook requested stop")
-                        run_step()
-                        if trigger_step is not None:
-                            trigger_step(trainer=self)
+                        if self._stop_reason is not None:
+                            raise StopTraining(self._stop_reason)
+                        if hooked.should_stop():
+                            self._local_stop(hooked, "a session hook requested stop")
+                            if self._stop_reason is not None:
+                                raise StopTraining(self._stop_reason)
+                        try:
+                            run_step()
+                            if trigger_step is not None:
+                                trigger_step(trainer=self)
+                        except StopTraining as e:
+                            if self.agree_stop(_reason_of(e)):
+                                raise
                     bus.after_epoch(trainer=self)
                     logger.info(
                         f"Epoch {loop._epoch_num} (global_step {loop._global_step}) finished, "
                         f"time:{human_seconds(time.perf_counter() - start, 2)}."
                     )
-                    self._callback_times.clear()
-                    bus.trigger_epoch(trainer=self)
+                    self._pm.hook_times.clear()
+                    try:
+                        bus.trigger_epoch(trainer=self)
+                    except StopTraining as e:
+                        if self.agree_stop(_reason_of(e)):
+                            raise
                     self._log_slow_callbacks()
                     if self._stop_reason is not None:
                         raise StopTraining(self._stop_reason)
@@ -614,6 +469,13 @@ class Trainer:
             finally:
                 self._finish(primary)
 
+    def _local_stop(self, hooked: Any, cause: str) -> None:
+        take = getattr(hooked, "take_stop_request", None)
+        if take is not None:
+            take()
+        if self.agree_stop(cause):
+            self.confirm_stop(cause)
+
     def _input_failure(self) -> BaseException | None:
         src = self._input_source
         fail = getattr(src, "failure", None)
@@ -621,7 +483,7 @@ class Trainer:
 
     def _finish(self, primary: BaseException | None) -> None:
         """after_train for everyone, close the session; re-raise after_train errors."""
-        self._after_train_errors = []
+        self._pm.take_after_train_errors()
         try:
             self._bus.after_train(trainer=self)
         finally:
@@ -632,7 +494,7 @@ class Trainer:
                     self.sess.close()
             except Exception as e:  # noqa: BLE001
                 logger.warning(f"Closing the session failed: {e}")
-        errors, self._after_train_errors = self._after_train_errors, []
+        errors = self._pm.take_after_train_errors()
         if errors:
             for e in errors:
                 logger.error(f"after_train failed in {origin_of(e)[0] if origin_of(e) else '?'}: {type(e).__name__}: {e}")
@@ -640,7 +502,7 @@ class Trainer:
                 raise errors[0]
 
     def _log_slow_callbacks(self) -> None:
-        times = self._callback_times
+        times = self._pm.hook_times
         total = sum(times.values())
         if total >= 1.0:
             parts = sorted(times.items(), key=lambda kv: -kv[1])
@@ -740,6 +602,10 @@ class Trainer:
 
     def __str__(self) -> str:
         return type(self).__name__
+
+
+def _reason_of(e: StopTraining) -> str:
+    return str(e) or f"{type(e).__name__} raised"
 
 
 def _as_list(x: Any, label: str) -> list:

@@ -51,7 +51,7 @@ def graph_memoized(func: Callable) -> Callable:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from trainbus.tfutils import _tf
+        from trainbus.utils import lazytf as _tf
 
         graph = _tf.tf1().get_default_graph()
         return with_graph(graph, args, tuple(sorted(kwargs.items())))

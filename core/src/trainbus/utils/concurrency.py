@@ -143,7 +143,7 @@ class ShareSessionThread(threading.Thread):
             yield None
 
     def start(self) -> None:
-        from trainbus.tfutils import _tf
+        from trainbus.utils import lazytf as _tf
 
         self._sess = _tf.tf1().get_default_session()
         super().start()

@@ -22,7 +22,7 @@ def encode_png(img: np.ndarray) -> bytes:
 
 def image_summary(name: str, imgs: np.ndarray) -> Any:
     """A ``tf.compat.v1.Summary`` with one image value per image of the NHWC batch."""
-    from trainbus.tfutils import _tf
+    from trainbus.utils import lazytf as _tf
 
     tf1 = _tf.tf1()
     s = tf1.Summary()

@@ -1,0 +1,218 @@
+"""Name -> object resolution for plugin distributions, from entry-point metadata only.
+
+A name users import from module ``M`` (``trainbus.callbacks``, ``trainbus.train``,
+``trainbus.tfutils.sessinit``) is declared by an installed distribution in entry-point group
+``M``. Reading the index imports nothing; only the resolved entry point is loaded.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any, Iterable
+
+from importlib_metadata import EntryPoint, entry_points
+
+from trainbus.bus.catalogue import BUNDLES, KNOWN_PROVIDERS
+from trainbus.exceptions import PluginAPIVersionError, PluginConflictError, PluginLoadError
+
+#: The groups through which names are resolved, named after the facade modules.
+NAME_GROUPS = ("trainbus.callbacks", "trainbus.train", "trainbus.tfutils.sessinit", "trainbus.dataflow")
+#: Ambient plugins (observers, profilers, default contributions) load from this group.
+PLUGIN_GROUP = "trainbus.plugins"
+#: The plugin API version this core implements. A plugin distribution declares what it
+#: supports with the keyword ``trainbus-plugin-api=<spec>`` (e.g. ``>=1,<2``) in its metadata.
+PLUGIN_API_VERSION = 1
+
+#: tensorpack names and module paths (as ``trainbus.<...>``) trainbus does not provide, with the
+#: reason and what to use instead; importing one raises an ``ImportError`` that says so
+OUT_OF_SCOPE: dict[str, str] = {
+    "trainbus.utils.loadcaffe": "loading Caffe models needs Caffe's protobuf compiler and is out of scope for "
+                                "trainbus; convert the weights to a .npz once and load them with SmartInit",
+    "load_caffe": "loading Caffe models is out of scope for trainbus; convert the weights to a .npz once and "
+                  "load them with SmartInit",
+    "get_caffe_pb": "loading Caffe models is out of scope for trainbus",
+    "trainbus.tfutils.distributed": "it held tensorpack's internal helpers for distributed graph building; "
+                                    "trainbus.graph_builder has the public ones",
+    "trainbus.libinfo": "use trainbus.__version__",
+    "BytePSTrainer": "BytePS is not maintained for TensorFlow 2.x and is out of scope for trainbus; "
+                     "HorovodTrainer (trainbus-trainers-horovod) covers the same all-reduce data parallelism",
+}
+
+
+@functools.lru_cache(maxsize=None)
+def index(group: str) -> dict[str, tuple[EntryPoint, ...]]:
+    """Entry points of ``group`` by name, read once per process. Imports nothing."""
+    found: dict[str, list[EntryPoint]] = {}
+    for ep in entry_points(group=group):
+        same = found.setdefault(ep.name, [])
+        # the same distribution seen twice on sys.path (editable + lib64 symlink) is one provider
+        if all(other.value != ep.value or _dist_name(other) != _dist_name(ep) for other in same):
+            same.append(ep)
+    return {name: tuple(eps) for name, eps in found.items()}
+
+
+def clear_cache() -> None:
+    """Forget the cached index (after installing or removing distributions at run time)."""
+    index.cache_clear()
+    _check_api.cache_clear()
+    _packages_distributions.cache_clear()
+
+
+def _dist_name(ep: EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    return dist.metadata["Name"] if dist is not None else "<unknown distribution>"
+
+
+def describe(ep: EntryPoint) -> str:
+    """``"dist version (name = value)"`` for messages."""
+    dist = getattr(ep, "dist", None)
+    who = f"{dist.metadata['Name']} {dist.version}" if dist is not None else "<unknown distribution>"
+    return f"{who} ({ep.name} = {ep.value})"
+
+
+_API_KEYWORD = re.compile(r"trainbus-plugin-api\s*=\s*(?P<spec>[^,\s][^\s]*)")
+
+
+def declared_api(ep: EntryPoint) -> str | None:
+    """The plugin API spec a distribution declares in its keywords, or None."""
+    dist = getattr(ep, "dist", None)
+    if dist is None:
+        return None
+    text = " ".join(filter(None, [dist.metadata.get("Keywords") or ""]))
+    m = _API_KEYWORD.search(text)
+    return m.group("spec") if m else None
+
+
+def api_supported(spec: str, version: int = PLUGIN_API_VERSION) -> bool:
+    """True if ``version`` satisfies a spec such as ``>=1,<2``, ``==1`` or ``1``."""
+    for part in spec.split(";"):
+        part = part.strip()
+        if not part:
+            continue
+        m = re.fullmatch(r"(>=|<=|==|!=|<|>)?\s*(\d+)", part)
+        if m is None:
+            raise ValueError(f"unreadable plugin API spec part {part!r} in {spec!r}")
+        op, num = m.group(1) or "==", int(m.group(2))
+        ok = {
+            ">=": version >= num, "<=": version <= num, "==": version == num,
+            "!=": version != num, "<": version < num, ">": version > num,
+        }[op]
+        if not ok:
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=None)
+def _check_api(dist_name: str, spec: str | None) -> None:
+    if spec is None:
+        return
+    if not api_supported(spec.replace(",", ";")):
+        raise PluginAPIVersionError(
+            f"the plugin distribution {dist_name!r} supports trainbus plugin API {spec}, but this "
+            f"trainbus implements plugin API {PLUGIN_API_VERSION}. Install a version of "
+            f"{dist_name} made for plugin API {PLUGIN_API_VERSION}, or a trainbus that implements {spec}."
+        )
+
+
+def load(ep: EntryPoint, qualname: str) -> Any:
+    """Load one entry point; failures name the distribution, version and entry point."""
+    _check_api(_dist_name(ep), declared_api(ep))
+    try:
+        return ep.load()
+    except Exception as exc:  # a broken plugin must say who it is
+        raise PluginLoadError(
+            f"{qualname} comes from {describe(ep)}, but loading it failed: "
+            f"{type(exc).__name__}: {exc}. Reinstall or uninstall that distribution."
+        ) from exc
+
+
+def provider(groups: Iterable[str], name: str) -> tuple[str, EntryPoint] | None:
+    """The (group, entry point) that provides ``name``; raises on conflicts."""
+    hits = [(g, ep) for g in groups for ep in index(g).get(name, ())]
+    if len(hits) > 1:
+        listing = "\n".join(f"  - {describe(ep)} [group {g}]" for g, ep in hits)
+        raise PluginConflictError(
+            f"{name} is provided by more than one installed distribution:\n{listing}\n"
+            "Uninstall all but one of them, or import the class from its own package."
+        )
+    return hits[0] if hits else None
+
+
+def resolve(module: str, name: str, groups: Iterable[str] | None = None) -> Any:
+    """Return the object that module ``module`` exports as ``name`` through a plugin."""
+    groups = tuple(groups) if groups is not None else (module,)
+    found = provider(groups, name)
+    if found is not None:
+        group, ep = found
+        return load(ep, f"{group}.{name}")
+    for group in groups:
+        dist = KNOWN_PROVIDERS.get(group, {}).get(name)
+        if dist is not None:
+            bundle = next((b for b, members in BUNDLES.items() if dist in members), None)
+            hint = f"\n    pip install {dist}"
+            if bundle:
+                hint += f"\n(or the whole bundle: pip install 'trainbus[{bundle}]')"
+            # ModuleNotFoundError, not AttributeError: `from m import X` would replace an
+            # AttributeError's message by its own "cannot import name".
+            raise ModuleNotFoundError(
+                f"{module}.{name} is provided by the {dist!r} distribution, which is not installed.{hint}",
+                name=dist.replace("-", "_"),
+            )
+    if name in OUT_OF_SCOPE:
+        raise ImportError(f"{module}.{name} is not provided by trainbus: {OUT_OF_SCOPE[name]}.", name=module)
+    raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+
+@functools.lru_cache(maxsize=None)
+def _packages_distributions() -> dict[str, list[str]]:
+    from importlib_metadata import packages_distributions
+
+    return packages_distributions()
+
+
+def distribution_of(module: str) -> str | None:
+    """``"name version"`` of the installed distribution that provides ``module``, or None
+    (for messages; reads metadata of all distributions once, so use it on error paths)."""
+    top = (module or "").split(".", 1)[0]
+    if not top or top == "trainbus":
+        return None
+    try:
+        names = _packages_distributions().get(top) or []
+        if not names:
+            return None
+        from importlib_metadata import version
+
+        return f"{names[0]} {version(names[0])}"
+    except Exception:  # noqa: BLE001 - only a hint in a message
+        return None
+
+
+def installed_names(groups: Iterable[str]) -> list[str]:
+    return sorted({n for g in groups for n in index(g)})
+
+
+def make_module_getattr(module: str, groups: tuple[str, ...], namespace: dict,
+                        core_all: Iterable[str] | None = None) -> tuple[Any, Any]:
+    """PEP 562 ``__getattr__``/``__dir__`` pair for a facade module.
+
+    With ``core_all`` (the module's own public names; the module then defines no ``__all__``),
+    ``module.__all__`` is computed on access: those names, then every name an installed
+    distribution declares in ``groups`` (read from metadata, importing nothing), so that
+    ``from module import *`` binds the plugins' names too.
+    """
+    core_names = tuple(core_all) if core_all is not None else None
+
+    def __getattr__(name: str) -> Any:
+        if name == "__all__" and core_names is not None:
+            return list(dict.fromkeys([*core_names, *installed_names(groups)]))
+        if name.startswith("__"):
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        value = resolve(module, name, groups)
+        namespace[name] = value  # later lookups skip __getattr__
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*namespace, *installed_names(groups)})
+
+    return __getattr__, __dir__

@@ -1,0 +1,60 @@
+"""The one module plugin distributions import trainbus internals from.
+
+Everything here is covered by the plugin API version (:data:`PLUGIN_API_VERSION`): a plugin
+that declares ``trainbus-plugin-api=>=1,<2`` may rely on each name below keeping its meaning
+for every core release implementing version 1. A plugin must not import a private module of
+trainbus (``trainbus._x``, ``trainbus.x._y``) or of another distribution;
+``trainbus.testing.check_distribution`` reports one that does.
+
+Importing this module imports no TensorFlow; the graph-mode helpers import it when called.
+
+=============================  ==============================================================
+name                           what
+=============================  ==============================================================
+``tf()``, ``tf1()``            the ``tensorflow`` module and ``tensorflow.compat.v1``, imported
+                               on first call (so a plugin module imports without TensorFlow)
+``hookimpl``                   the marker of hook implementations
+``StopTraining``               raise it to end training after the current event
+``TrainingInterrupted``        the exception a signal ends training with (exit status 128+n)
+``signum_of_reason(reason)``   the signal number a stop reason names, or None
+``PluginWarning``              the warning category of misbehaving plugins
+``contribution_manager()``     the process's plugin manager for the contribution hooks
+                               (``default_callbacks``, ``default_monitors``, ``sessinit_for``)
+``drop_hooks(member, hooks)``  stop calling a registered callback for some hooks
+``PLUGIN_API_VERSION``         the plugin API version this core implements
+=============================  ==============================================================
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from trainbus.bus.hookspecs import hookimpl
+from trainbus.bus.manager import PluginWarning, contribution_manager
+from trainbus.bus.registry import PLUGIN_API_VERSION
+from trainbus.exceptions import StopTraining
+from trainbus.utils.lazytf import tf, tf1
+
+__all__ = [
+    "tf", "tf1", "hookimpl", "StopTraining", "TrainingInterrupted", "signum_of_reason", "PluginWarning",
+    "contribution_manager", "drop_hooks", "PLUGIN_API_VERSION",
+]
+
+
+def drop_hooks(member: Any, hooks: Iterable[str]) -> None:
+    """Stop calling ``member`` (a callback of the running trainer) for ``hooks``; nothing
+    happens when it is not registered itself (e.g. wrapped by another callback)."""
+    trainer = getattr(member, "trainer", None)
+    pm = getattr(trainer, "plugin_manager", None)
+    if pm is not None:
+        pm.drop(member, hooks)
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("TrainingInterrupted", "signum_of_reason"):
+        from trainbus.train import _signals as signals
+
+        value = getattr(signals, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,182 @@
+"""``trainer.hooked_sess``: the session a training step runs through."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable, Sequence
+
+from trainbus.callbacks.run_values import RunValuesByRequester
+from trainbus.utils import lazytf as _tf
+
+__all__ = ["HookedSession", "run_hook_caller"]
+
+
+def run_hook_caller(caller: Any, params: tuple[str, ...], traced: bool = False) -> Callable[..., Any] | None:
+    """A function ``f(*args)`` (``args`` in the order of ``params``) that fires ``caller``'s
+    implementations like pluggy would (in pluggy's order; the non-None results as a list),
+    but from a plain tuple. Falls back to pluggy itself (called by keyword) when an
+    implementation is a wrapper or hooks are traced; None when nobody implements the hook."""
+    if caller is None or not caller.get_hookimpls():
+        return None
+    impls = list(reversed(caller.get_hookimpls()))  # pluggy calls the last registered first
+    if traced or any(i.wrapper or i.hookwrapper for i in impls):
+        return lambda *args: caller(**dict(zip(params, args)))
+    index = {p: n for n, p in enumerate(params)}
+    shapes = [tuple(index[a] for a in impl.argnames) for impl in impls]
+    fns = tuple(impl.function for impl in impls)
+    if len(set(shapes)) == 1:
+        # the common case (every member a Callback): one tight loop, no per-call reshuffling
+        pick = shapes[0]
+        if pick == (1,):
+            def one(*args: Any) -> list:
+                a = args[1]
+                return [r for r in [f(a) for f in fns] if r is not None]
+            return one
+        if pick == (1, 2):
+            def two(*args: Any) -> list:
+                a, b = args[1], args[2]
+                for f in fns:
+                    f(a, b)
+                return []
+            return two
+    plan = tuple(zip(fns, shapes))
+
+    def general(*args: Any) -> list:
+        out = []
+        for f, pick in plan:
+            r = f(*[args[i] for i in pick])
+            if r is not None:
+                out.append(r)
+        return out
+    return general
+
+
+class HookedSession:
+    """``trainer.hooked_sess``: ``run()`` fires ``before_run``/``after_run`` on the bus and runs
+    the requested extra fetches, feeds and options in the same ``Session.run`` as the step.
+
+    Each ``run()`` increments the trainer's ``global_step`` (the TF variable too, by an op
+    fetched in the same call).
+    """
+
+    _MAX_CALLABLES = 256
+
+    def __init__(self, sess: Any, trainer: Any, bus: Any, step_incr_op: Any) -> None:
+        self.sess = sess
+        self._trainer = trainer
+        self._loop = trainer.loop
+        traced = bool(getattr(bus.pm, "tracing", False))
+        self._br = run_hook_caller(bus.before_run, ("trainer", "run_context"), traced)
+        self._ar = run_hook_caller(bus.after_run, ("trainer", "run_context", "run_values"), traced)
+        self._incr = step_incr_op
+        self._callables: dict[Any, Any] = {}
+        self._feed_keys: tuple = ()
+        self._feed_next: Any = None
+        self._stop = False
+        tf1 = _tf.tf1()
+        self._Ctx = tf1.train.SessionRunContext
+        self._Args = tf1.train.SessionRunArgs
+        self._RunOptions = tf1.RunOptions
+        self._RunMetadata = tf1.RunMetadata
+
+    @property
+    def graph(self) -> Any:
+        return self.sess.graph
+
+    def set_feed_source(self, placeholders: Sequence[Any], next_values: Any) -> None:
+        """Feed ``placeholders`` with ``next_values()`` (a tuple) at every ``run()``: how
+        ``FeedInput`` feeds the step without a hook."""
+        self._feed_keys = tuple(placeholders)
+        self._feed_next = next_values
+
+    def should_stop(self) -> bool:
+        """Whether a callback asked to stop (``run_context.request_stop()``)."""
+        return self._stop
+
+    def take_stop_request(self) -> bool:
+        """Whether a callback asked to stop since the last call (and forget the request): how
+        a strategy turns the request into one all processes agree on."""
+        stop, self._stop = self._stop, False
+        return stop
+
+    def run(self, fetches: Any, feed_dict: dict | None = None, options: Any = None, run_metadata: Any = None) -> Any:
+        trainer = self._trainer
+        feed_keys = self._feed_keys
+        feed_vals = self._feed_next() if self._feed_next is not None else ()
+        if feed_dict:
+            feed_keys = feed_keys + tuple(feed_dict)
+            feed_vals = tuple(feed_vals) + tuple(feed_dict.values())
+        ctx = None
+        requests: Any = ()
+        if self._br is not None or self._ar is not None:
+            ctx = self._Ctx(self._Args(fetches, feed_dict), self.sess)
+            if self._br is not None:
+                requests = self._br(trainer, ctx)
+        if requests:
+            extra_fetches = tuple(args.fetches for _, args in requests)
+            for req, args in requests:
+                if args.feed_dict:
+                    for k, v in args.feed_dict.items():
+                        if k in feed_keys:
+                            raise RuntimeError(f"{req} feeds {k!r} in before_run, but that tensor is already fed by the step or another callback")
+                        feed_keys = feed_keys + (k,)
+                        feed_vals = tuple(feed_vals) + (v,)
+                if args.options is not None:
+                    if options is None:
+                        options = self._RunOptions()
+                    else:
+                        options = copy.deepcopy(options)
+                    timeout = max(options.timeout_in_ms, args.options.timeout_in_ms)
+                    options.MergeFrom(args.options)
+                    options.timeout_in_ms = timeout
+            key = (_fkey(fetches), tuple(_fkey(f) for f in extra_fetches), feed_keys, options is not None)
+        else:
+            extra_fetches = ()
+            key = (_fkey(fetches), (), feed_keys, options is not None)
+        fn = self._callables.get(key)
+        if fn is None:
+            fn = self._make_callable(fetches, extra_fetches, feed_keys, options is not None)
+        if options is not None:
+            if run_metadata is None:
+                run_metadata = self._RunMetadata()
+            out = fn(*feed_vals, options=options, run_metadata=run_metadata)
+        else:
+            out = fn(*feed_vals)
+        self._loop._global_step += 1
+        if ctx is not None:
+            if self._ar is not None:
+                self._ar(trainer, ctx, RunValuesByRequester.pack(requests, out[1], options, run_metadata))
+            if ctx.stop_requested:
+                self._stop = True
+        return out[0]
+
+    def _make_callable(self, fetches: Any, extra: tuple, feed_keys: tuple, with_options: bool) -> Any:
+        from trainbus.session.fastrun import make_step_callable
+
+        if len(self._callables) >= self._MAX_CALLABLES:
+            self._callables.clear()
+        fn = make_step_callable(self.sess, fetches, extra, feed_keys, self._incr, with_options)
+        key = (_fkey(fetches), tuple(_fkey(f) for f in extra), feed_keys, with_options)
+        self._callables[key] = fn
+        return fn
+
+    def run_step_fn(self, fetches: Any) -> Any:
+        """Return a zero-argument function equivalent to ``run(fetches)``."""
+        return lambda: self.run(fetches)
+
+    def close(self) -> None:
+        self._callables.clear()
+        self.sess.close()
+
+
+def _fkey(f: Any) -> Any:
+    """A hashable key for a fetch structure (Tensors and Operations hash by identity)."""
+    if isinstance(f, (list, tuple)):
+        return (type(f), tuple(_fkey(x) for x in f))
+    if isinstance(f, dict):
+        return (dict, tuple((k, _fkey(v)) for k, v in f.items()))
+    try:
+        hash(f)
+        return f
+    except TypeError:
+        return (type(f), id(f))
