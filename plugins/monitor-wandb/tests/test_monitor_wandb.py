@@ -95,7 +95,7 @@ class OfflineRun:
 
 
 def offline_runs(wandb_dir, deadline=60.0):
-    """The offline runs under a W&B directory, oldest first, once their files are complete.
+    """The offline runs under a W&B directory, in the order they started, once their files are complete.
 
     ``run.finish()`` returns when W&B's service process has the run's last record, which it
     writes to the file a moment later: stop the service (``wandb.teardown``, the next
@@ -107,7 +107,8 @@ def offline_runs(wandb_dir, deadline=60.0):
         try:
             runs = [OfflineRun(d) for d in dirs]
             if all(r.exit_code is not None for r in runs):
-                return runs
+                # directory names hold the start time in whole seconds: order by the exact one
+                return sorted(runs, key=lambda r: r.run.start_time.ToNanoseconds())
             problem = "no exit record in " + ", ".join(str(r.file) for r in runs if r.exit_code is None)
         except (AssertionError, ValueError, StopIteration) as e:  # a file still being written
             problem = f"{type(e).__name__}: {e}"
