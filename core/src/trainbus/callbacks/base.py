@@ -240,7 +240,9 @@ class Callback:
     @hookimpl
     def after_run(self, run_context: Any, run_values: Any) -> None:
         try:
-            self._after_run(run_context, run_values.values_for(self))
+            if isinstance(run_values, RunValuesByRequester):  # else a plain SessionRunValues (CallbackToHook)
+                run_values = run_values.values_for(self)
+            self._after_run(run_context, run_values)
         except BaseException as e:
             _annotate(e, self, "after_run")
             raise

@@ -422,7 +422,7 @@ class Trainer:
                         if self._stop_reason is not None:
                             raise StopTraining(self._stop_reason)
                         if hooked.should_stop():
-                            self._local_stop(hooked, "a session hook requested stop")
+                            self._stop_from_session(hooked, "a session hook requested stop")
                             if self._stop_reason is not None:
                                 raise StopTraining(self._stop_reason)
                         try:
@@ -469,7 +469,7 @@ class Trainer:
             finally:
                 self._finish(primary)
 
-    def _local_stop(self, hooked: Any, cause: str) -> None:
+    def _stop_from_session(self, hooked: Any, cause: str) -> None:
         take = getattr(hooked, "take_stop_request", None)
         if take is not None:
             take()

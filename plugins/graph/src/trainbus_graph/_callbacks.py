@@ -1,6 +1,6 @@
 """RunOp, RunUpdateOps, ProcessTensors, DumpTensors, DumpTensorAsImage, CheckNumerics.
 
-TensorFlow is imported lazily (``trainbus.tfutils._tf``), so collecting
+TensorFlow is imported lazily (``trainbus.plugin_api.tf1()``), so collecting
 ``DEFAULT_CALLBACKS()`` does not import it.
 """
 
@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from trainbus.callbacks.base import Callback
-from trainbus.tfutils import _tf
+from trainbus import plugin_api as _tf
 from trainbus.utils import logger
 from trainbus.utils.fs import atomic_write_bytes
 

@@ -14,7 +14,7 @@ import time
 from collections import deque
 from typing import Any, Sequence
 
-from trainbus._exceptions import StopTraining
+from trainbus.plugin_api import StopTraining
 from trainbus.callbacks.base import Callback
 from trainbus.utils import logger
 from trainbus.utils.timefmt import human_seconds

@@ -64,7 +64,7 @@ class TFEventWriter(MonitorBase):
         return super().hooks_used() if self.enabled else _ALWAYS
 
     def _new_writer(self) -> Any:
-        from trainbus.tfutils import _tf
+        from trainbus import plugin_api as _tf
 
         tf1 = _tf.tf1()
         # the file name holds the time in seconds; the suffix keeps two files opened in the

@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Sequence
 
-from trainbus.tfutils import _tf
+from trainbus import plugin_api as _tf
 
 __all__ = ["HyperParam", "GraphVarParam", "ObjAttrParam"]
 

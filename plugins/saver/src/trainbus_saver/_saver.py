@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any, Iterator, Sequence
 
 from trainbus.callbacks.base import Callback, ProxyCallback
-from trainbus.tfutils import _tf
+from trainbus import plugin_api as _tf
 from trainbus.utils import logger
 from trainbus.utils.cbstate import SUFFIX as STATE_SUFFIX
 from trainbus.utils.cbstate import write_callback_states

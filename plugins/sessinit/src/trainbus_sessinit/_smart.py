@@ -28,11 +28,10 @@ def SmartInit(obj: Any, *, ignore_mismatch: bool = False) -> Any:
     Plugins of group ``trainbus.plugins`` are asked in entry-point-name order; the first one
     that returns a ``SessionInit`` wins.
     """
-    from trainbus._manager import TrainbusPluginManager
+    from trainbus.plugin_api import contribution_manager
     from trainbus.tfutils.sessinit import SessionInit
 
-    pm = TrainbusPluginManager()
-    pm.load_ambient()
+    pm = contribution_manager()
     res = pm.hook.sessinit_for(obj=obj, ignore_mismatch=bool(ignore_mismatch))
     if res is None and not pm.has_plugin(_BUILTIN) and not pm.is_blocked(_BUILTIN):
         # plugin autoloading is off: the built-in formats still work

@@ -1,6 +1,6 @@
 """MovingAverageSummary, MergeAllSummaries and SimpleMovingAverage.
 
-TensorFlow is imported lazily (``trainbus.tfutils._tf``): building these callbacks, and
+TensorFlow is imported lazily (``trainbus.plugin_api.tf1()``): building these callbacks, and
 collecting ``DEFAULT_CALLBACKS()``, does not import it.
 """
 
@@ -12,7 +12,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from trainbus.callbacks.base import Callback
-from trainbus.tfutils import _tf
+from trainbus import plugin_api as _tf
 from trainbus.utils import logger
 
 __all__ = ["MovingAverageSummary", "MergeAllSummaries", "MergeAllSummaries_RunAlone",

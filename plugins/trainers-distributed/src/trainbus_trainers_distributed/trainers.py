@@ -13,7 +13,7 @@ import tensorflow as tf
 from trainbus.callbacks.base import Callback
 from trainbus.tfutils.common import get_global_step_var
 from trainbus.tfutils.tower import TowerFunc
-from trainbus.train._signals import TrainingInterrupted, signum_of_reason
+from trainbus.plugin_api import TrainingInterrupted, signum_of_reason
 from trainbus.train.tower import SingleCostTrainer
 from trainbus.utils import logger
 
@@ -262,6 +262,7 @@ class DistributedTrainerBase(SingleCostTrainer):
         self._stop_read: Any = None
         self._local_stop: str | None = None
         self._stop_published = False
+        self._stop_confirmed = False
         self._peer_signal: tuple[int, int] | None = None
         self._worker_device = f"/job:worker/task:{task}"
         kind = "gpu" if gpus_available() > 0 else "cpu"
@@ -343,8 +344,8 @@ class DistributedTrainerBase(SingleCostTrainer):
         with self.graph.as_default(), tf1.device(self._worker_cpu):
             super().initialize(session_creator, session_init)
 
-    def _after_session_init(self) -> None:
-        super()._after_session_init()
+    def after_session_init(self) -> None:
+        super().after_session_init()
         if self.is_chief:
             flag = [v for v in tf1.global_variables() if v.op.name == INIT_DONE_FLAG][0]
             # the stop vector before the flag: the other workers wait for the flag
@@ -352,15 +353,17 @@ class DistributedTrainerBase(SingleCostTrainer):
             self.sess.run(flag.initializer)
 
     # ---------------------------------------------------------------- stopping together
-    def request_stop(self, reason: str = "requested") -> None:
-        """Ask every worker to stop: this worker writes its request into a vector on ps task
-        0 before its next step, and every worker reads that vector along with each step, so
-        each stops after its next step (workers are not synchronized: their last steps
+    def agree_stop(self, cause: str) -> bool:
+        """Every worker stops: this worker writes its stop cause (a signal, ``request_stop()``,
+        ``run_context.request_stop()``, a ``StopTraining`` raised by a callback) into a vector on
+        ps task 0 before its next step, and every worker reads that vector along with each
+        step, so each stops after its next step (workers are not synchronized: their last steps
         differ). A signal to a ps task asks every worker the same way."""
         if self._stop_read is None:
-            super().request_stop(reason)
-        elif self._local_stop is None or signum_of_reason(reason) is not None:
-            self._local_stop = reason
+            return True
+        if self._local_stop is None or signum_of_reason(cause) is not None:
+            self._local_stop = cause
+        return False
 
     def run_step(self) -> None:
         if self._stop_read is None:
@@ -369,7 +372,7 @@ class DistributedTrainerBase(SingleCostTrainer):
             self.sess.run(self._stop_write, feed_dict={self._stop_code: signum_of_reason(self._local_stop) or 1})
             self._stop_published = True
         _, codes = self.hooked_sess.run([self.train_op, self._stop_read])
-        if self._stop_reason is None and codes.any():
+        if not self._stop_confirmed and codes.any():
             kind, task = _describe_stop(codes)
             mine = int(codes[self.task_index]) if self.task_index < len(codes) else 0
             if kind >= PS_SIGNAL:
@@ -379,11 +382,13 @@ class DistributedTrainerBase(SingleCostTrainer):
                 who = f"worker {task}" if task >= 0 else "a parameter server"
                 if mine <= 1:
                     self._peer_signal = (kind, task)
-                self._stop_reason = f"signal {name}" if mine > 1 else f"signal {name} received by {who}"
+                reason = f"signal {name}" if mine > 1 else f"signal {name} received by {who}"
             else:
-                self._stop_reason = self._local_stop if mine else f"worker {task} requested a stop"
+                reason = self._local_stop if mine else f"worker {task} requested a stop"
+            self._stop_confirmed = True
+            self.confirm_stop(reason)
             logger.info(f"{type(self).__name__}: worker {self.task_index} stops after global step "
-                        f"{self.global_step} ({self._stop_reason}).")
+                        f"{self.global_step} ({reason}).")
         return None
 
 
@@ -474,8 +479,8 @@ class DistributedTrainerReplicated(DistributedTrainerBase):
                         ops.append(tf1.assign(lv, gv.read_value()))
         return tf.group(*ops, name=name)
 
-    def _after_session_init(self) -> None:
-        super()._after_session_init()
+    def after_session_init(self) -> None:
+        super().after_session_init()
         # the chief's flag is set: global values are final; every worker starts from them
         self.sess.run(self._sync_local_op)
 

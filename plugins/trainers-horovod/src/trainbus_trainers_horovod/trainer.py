@@ -12,8 +12,7 @@ import tensorflow as tf
 
 from trainbus.callbacks.base import Callback
 from trainbus.tfutils.tower import TowerFunc, TrainTowerContext
-from trainbus.train._signals import TrainingInterrupted, signum_of_reason
-from trainbus.train.base import HookedSession
+from trainbus.plugin_api import TrainingInterrupted, signum_of_reason
 from trainbus.train.tower import SingleCostTrainer
 from trainbus.utils import logger
 
@@ -49,7 +48,7 @@ class _StopBarrier(Callback):
             self._op = self.trainer.hvd.allreduce(tf.constant(0, tf.int32), name="trainbus_stop_barrier")
 
     def _after_train(self) -> None:
-        if self.trainer._stop_agreed_at is not None:
+        if self.trainer.stop_agreed_at is not None:
             self.trainer.sess.run(self._op)
 
     def __str__(self) -> str:
@@ -62,7 +61,7 @@ class _BroadcastEachEpoch(Callback):
     _chief_only = False
 
     def _trigger_epoch(self) -> None:
-        self.trainer._run_broadcast("after epoch")
+        self.trainer.broadcast_variables("after epoch")
 
     def __str__(self) -> str:
         return "HorovodBroadcastEachEpoch"
@@ -147,7 +146,8 @@ class HorovodTrainer(SingleCostTrainer):
         self._stop_agreed: Any = None
         self._local_stop: str | None = None
         self._peer_signal: tuple[int, int] | None = None
-        self._stop_agreed_at: int | None = None
+        #: the global step after which every rank stopped (None while training goes on)
+        self.stop_agreed_at: int | None = None
         logger.info(f"HorovodTrainer: rank {self._rank} of {self._size} (local rank {self._local_rank} "
                     f"of {self._local_size}){' — chief' if self.is_chief else ''}.")
 
@@ -205,13 +205,16 @@ class HorovodTrainer(SingleCostTrainer):
         return extra
 
     # ---------------------------------------------------------------- stopping together
-    def request_stop(self, reason: str = "requested") -> None:
-        """Ask every rank to stop: the request travels with the next step's all-reduce and
-        every rank stops after that same step. With one rank, stop after the current step."""
+    def agree_stop(self, cause: str) -> bool:
+        """Every rank stops after the same step: a stop cause of this rank (a signal,
+        ``request_stop()``, ``run_context.request_stop()``, a ``StopTraining`` raised by a
+        callback, e.g. a chief-only ``EarlyStopping``) travels with the next step's all-reduce,
+        and every rank stops after that step. With one rank, stop after the current step."""
         if self._stop_agreed is None:
-            super().request_stop(reason)
-        elif self._local_stop is None or signum_of_reason(reason) is not None:
-            self._local_stop = reason
+            return True
+        if self._local_stop is None or signum_of_reason(cause) is not None:
+            self._local_stop = cause
+        return False
 
     def _stop_feed(self) -> dict:
         """Nothing to feed (the default is all zeros), or this rank's entry of the stop
@@ -223,23 +226,11 @@ class HorovodTrainer(SingleCostTrainer):
         vec[self._rank] = float(signum_of_reason(reason) or 1)
         return {self._stop_ph: vec}
 
-    def initialize_hooks(self) -> None:
-        if self._stop_agreed is None:
-            super().initialize_hooks()
-        else:
-            self.hooked_sess = _AgreeingHookedSession(self.sess, self, self._bus, self._step_incr_op)
-
     def run_step(self) -> None:
         if self._stop_agreed is None:
             return super().run_step()
-        hooked = self.hooked_sess
-        if hooked._stop:
-            # a callback's run_context.request_stop() on this rank: agree on it like any request
-            hooked._stop = False
-            if self._local_stop is None:
-                self._local_stop = f"a session hook requested stop on rank {self._rank}"
-        _, agreed = hooked.run([self.train_op, self._stop_agreed], feed_dict=self._stop_feed())
-        if self._stop_reason is None and agreed.any():
+        _, agreed = self.hooked_sess.run([self.train_op, self._stop_agreed], feed_dict=self._stop_feed())
+        if self.stop_agreed_at is None and agreed.any():
             kinds = [int(round(float(k))) for k in agreed]
             # the signalled rank (lowest first) names the stop; else the lowest requesting rank
             rank = min((r for r, k in enumerate(kinds) if k > 1), default=None)
@@ -250,11 +241,12 @@ class HorovodTrainer(SingleCostTrainer):
                 name = signal.Signals(kind).name
                 if kinds[self._rank] <= 1:
                     self._peer_signal = (kind, rank)
-                self._stop_reason = (f"signal {name}" if kinds[self._rank] > 1 else f"signal {name} received by rank {rank}")
+                reason = f"signal {name}" if kinds[self._rank] > 1 else f"signal {name} received by rank {rank}"
             else:
-                self._stop_reason = self._local_stop if rank == self._rank else f"rank {rank} requested a stop"
-            self._stop_agreed_at = self.global_step
-            logger.info(f"HorovodTrainer: every rank stops after global step {self.global_step} ({self._stop_reason}).")
+                reason = self._local_stop if rank == self._rank else f"rank {rank} requested a stop"
+            self.stop_agreed_at = self.global_step
+            self.confirm_stop(reason)
+            logger.info(f"HorovodTrainer: every rank stops after global step {self.global_step} ({reason}).")
         return None
 
     def train(self, *args: Any, **kwargs: Any) -> None:
@@ -316,7 +308,8 @@ class HorovodTrainer(SingleCostTrainer):
             "must run on every rank (set_chief_only(False))."
         )
 
-    def _run_broadcast(self, when: str) -> None:
+    def broadcast_variables(self, when: str) -> None:
+        """Make every rank's global variables rank 0's (``when`` names the moment in the log)."""
         if self.is_chief:
             logger.info(f"Broadcasting {self._nr_vars} global variables from rank 0 ({when}) ...")
         self.sess.run(self._broadcast_op)
@@ -336,20 +329,11 @@ class HorovodTrainer(SingleCostTrainer):
             _configure_session(config, self._local_rank, self._local_size)
         super().initialize(session_creator, session_init)
 
-    def _after_session_init(self) -> None:
-        super()._after_session_init()
+    def after_session_init(self) -> None:
+        super().after_session_init()
         self._check_variables()
         # rank 0 has initialized (and restored); everyone starts from its values
-        self._run_broadcast("after initialization")
-
-
-class _AgreeingHookedSession(HookedSession):
-    """A callback's ``run_context.request_stop()`` does not stop this rank alone (its peers
-    would wait for it in the next all-reduce): ``HorovodTrainer.run_step`` turns it into a
-    request that every rank agrees on."""
-
-    def should_stop(self) -> bool:
-        return False
+        self.broadcast_variables("after initialization")
 
 
 def _configure_session(config: Any, local_rank: int, local_size: int) -> None:

@@ -59,8 +59,8 @@ class DataParallelTrainerBase(SingleCostTrainer):
         """The TF device name of each tower (``/gpu:i``, or ``/cpu:i`` without GPUs)."""
         return list(self._raw_devices)
 
-    def _after_session_init(self) -> None:
-        super()._after_session_init()
+    def after_session_init(self) -> None:
+        super().after_session_init()
         self._check_devices_exist()
 
     def _check_devices_exist(self) -> None:
@@ -141,8 +141,8 @@ class SyncMultiGPUTrainerReplicated(DataParallelTrainerBase):
         self.train_op, self._broadcast_op = builder.build(grad_list, get_opt_fn)
         return [RunBroadcastEachEpoch(self._broadcast_op)] if (self.BROADCAST_EVERY_EPOCH and n > 1) else []
 
-    def _after_session_init(self) -> None:
-        super()._after_session_init()
+    def after_session_init(self) -> None:
+        super().after_session_init()
         if len(self.devices) > 1:
             logger.info("Copying the variables of tower 0 to the other towers ...")
             self.sess.run(self._broadcast_op)
