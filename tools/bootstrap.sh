@@ -29,7 +29,7 @@ for d in plugins/*/; do
   [ -f "$d/pyproject.toml" ] || continue
   if [ "$JOB" = "example" ]; then
     # the main job needs no distributed engine nor the opt-in heavy monitor backends
-    case "$d" in plugins/trainers-horovod/|plugins/monitor-comet/|plugins/monitor-mlflow/) continue ;; esac
+    case "$d" in plugins/trainers-horovod/|plugins/monitor-comet/|plugins/monitor-mlflow/|plugins/monitor-wandb/) continue ;; esac
   fi
   plugins+=(-e "$d")
 done
