@@ -134,7 +134,7 @@ def collect_env_rows() -> list[tuple[str, str]]:
 
 def collect_env_info() -> str:
     """The environment as a two-column table (see the module's docstring)."""
-    from trainbus.tfutils.model_utils import format_table
+    from trainbus.utils.table import format_table
 
     return format_table(collect_env_rows())
 

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import tensorflow as tf
 from tensorflow.python.training import moving_averages
 
-from trainbus.tfutils.tower import get_current_tower_context
+from trainbus.tfutils.tower import MOVING_SUMMARY_OPS_KEY, get_current_tower_context
 from trainbus.utils import logger
 
 tf1 = tf.compat.v1
@@ -25,7 +25,6 @@ __all__ = ["add_tensor_summary", "add_param_summary", "add_activation_summary", 
 
 #: The collection ``add_moving_summary`` puts its EMA-maintaining tensors in, and that
 #: ``MovingAverageSummary`` runs by default.
-MOVING_SUMMARY_OPS_KEY = "MOVING_SUMMARY_OPS"
 
 #: Summary types of :func:`add_tensor_summary`.
 SUMMARY_TYPES = ("scalar", "histogram", "sparsity", "mean", "rms")

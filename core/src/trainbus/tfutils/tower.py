@@ -19,6 +19,10 @@ __all__ = ["get_current_tower_context", "BaseTowerContext", "TowerContext", "Tra
 _CurrentTowerContext: BaseTowerContext | None = None
 
 
+#: collection of the moving-average summary ops (``add_moving_summary``)
+MOVING_SUMMARY_OPS_KEY = "MOVING_SUMMARY_OPS"
+
+
 def tower_freeze_keys() -> list[str]:
     """The graph collections a tower must leave as it found them.
 
@@ -28,7 +32,6 @@ def tower_freeze_keys() -> list[str]:
     feed. A training tower other than the first freezes the same three
     collections, so summaries and update ops exist once, for the main tower.
     """
-    from trainbus.tfutils.summary import MOVING_SUMMARY_OPS_KEY
 
     return [tf1.GraphKeys.SUMMARIES, MOVING_SUMMARY_OPS_KEY, tf1.GraphKeys.UPDATE_OPS]
 

@@ -16,7 +16,7 @@ from trainbus.utils import logger
 
 _UTILS_NAMES = ("change_env", "get_rng", "fix_rng_seed", "get_tqdm", "execute_only_once", "humanize_time_delta")
 _SUBMODULES = frozenset({"argtools", "cbstate", "compatible_serialize", "concurrency", "debug", "develop", "fs",
-                         "gpu", "image", "lazytf", "logger", "naming", "nvml", "palette", "serialize", "stats", "timefmt",
+                         "gpu", "image", "lazytf", "logger", "table", "naming", "nvml", "palette", "serialize", "stats", "timefmt",
                          "timer", "utils", "viz"})
 
 __all__ = [*_UTILS_NAMES, "logger"]
