@@ -264,6 +264,19 @@ def test_a_failed_training_finishes_the_run_as_failed(logdir, wandb_home):
     assert run.series("val-error") == [(2, 1.0), (4, 0.5)]
 
 
+def test_a_run_the_program_opened_itself_is_left_alone(logdir, wandb_home):
+    own = wandb.init(project="mine", id="own-run-1")
+    mon = trainbus.callbacks.WandbMonitor(project="tiny")
+    train_tiny(callbacks=[PutError()], monitors=[mon], max_epoch=1, steps_per_epoch=1)
+    own.log({"after-training": 1.0}, step=10)  # still open: the monitor finished only its own run
+    own.finish()
+    runs = {r.id: r for r in offline_runs(wandb_home)}
+    assert set(runs) == {"own-run-1", mon.run_id}
+    assert runs["own-run-1"].series("after-training") == [(10, 1.0)]
+    assert "val-error" not in {k for row in runs["own-run-1"].rows.values() for k in row}
+    assert runs[mon.run_id].series("val-error") == [(1, 1.0)]
+
+
 def test_a_damaged_run_file_is_an_error_naming_it(logdir, wandb_home):
     (logdir / "wandb-run.json").write_text("{not json")
     with pytest.raises(RuntimeError, match=r"wandb-run\.json.*delete the file"):
