@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerate core/src/trainbus/_catalogue.py from plugins/*/pyproject.toml and core's extras.
+"""Regenerate core/src/trainbus/bus/catalogue.py from plugins/*/pyproject.toml and core's extras.
 
 The catalogue lets the core say "pip install trainbus-saver" for a first-party name whose
 distribution is not installed. tests/contract/test_catalogue.py fails if the file drifts.
@@ -13,7 +13,7 @@ import sys
 import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-TARGET = ROOT / "core" / "src" / "trainbus" / "_catalogue.py"
+TARGET = ROOT / "core" / "src" / "trainbus" / "bus" / "catalogue.py"
 GROUPS = ("trainbus.callbacks", "trainbus.train", "trainbus.tfutils.sessinit", "trainbus.dataflow")
 
 

@@ -13,7 +13,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-OPT_IN = {"trainbus-monitor-comet", "trainbus-monitor-mlflow"}
+OPT_IN = {"trainbus-monitor-comet", "trainbus-monitor-mlflow", "trainbus-monitor-wandb"}
 GROUP_MODULES = ("trainbus.callbacks", "trainbus.train", "trainbus.tfutils.sessinit", "trainbus.dataflow")
 
 

@@ -16,7 +16,7 @@ BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
 def test_every_backend_has_a_section_and_an_example():
     text = DOC.read_text()
     for name in ("TFEventWriter", "JSONWriter", "ScalarPrinter", "SendMonitorData", "CSVWriter", "CometMLMonitor",
-                 "MLflowMonitor"):
+                 "MLflowMonitor", "WandbMonitor"):
         assert f"## `{name}(" in text, name
         assert any(name in b for b in BLOCKS), f"no example uses {name}"
 

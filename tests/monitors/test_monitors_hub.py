@@ -14,7 +14,7 @@ from trainbus.callbacks import Callback
 from trainbus.testing import RecordingMonitor, train_tiny
 
 BACKENDS = ("TFEventWriter", "JSONWriter", "ScalarPrinter", "SendMonitorData", "CometMLMonitor", "CSVWriter",
-            "MLflowMonitor")
+            "MLflowMonitor", "WandbMonitor")
 
 
 class PutAll(Callback):

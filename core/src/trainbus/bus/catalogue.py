@@ -31,6 +31,7 @@ KNOWN_PROVIDERS: dict[str, dict[str, str]] = {'trainbus.callbacks': {'RunOp': 't
                         'SendMonitorData': 'trainbus-monitor-send',
                         'ScalarPrinter': 'trainbus-monitor-stdout',
                         'TFEventWriter': 'trainbus-monitor-tfevents',
+                        'WandbMonitor': 'trainbus-monitor-wandb',
                         'HyperParam': 'trainbus-param',
                         'GraphVarParam': 'trainbus-param',
                         'ObjAttrParam': 'trainbus-param',
