@@ -2,6 +2,7 @@
 
 Subcommands:
   plugins            every installed plugin distribution, its version, bundle, plugin API and names
+                     (``--load`` also imports each entry point to report load errors)
   order SPEC         the effective callback order per hook of a configured run; SPEC is
                      ``module:attr`` naming a TrainConfig, a list of callbacks, or a
                      function returning either
@@ -9,18 +10,46 @@ Subcommands:
                      plan, train nothing); see ``trainbus.config_file``
   new-plugin NAME    create a plugin distribution ``trainbus-NAME`` (pyproject with entry
                      points, a callback, a monitor, tests, README) to start from
+  --version          the versions of trainbus, of each plugin distribution and of TensorFlow
+
+Only what a task needs is imported: listing plugins, ``--version`` and ``new-plugin`` never
+import TensorFlow, ``plugins`` imports plugin modules only with ``--load``/``--strict``.
+
+A mistake on the command line (a bad SPEC, a missing run file, a plugin that does not load
+under ``--strict``) is reported in one or two lines on stderr with exit status 2; set
+``TRAINBUS_DEBUG=1`` to see the traceback as well.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.machinery
+import importlib.util
+import os
+import pathlib
 import sys
+import traceback
 from typing import Any, Sequence
 
 from trainbus.bus import registry as _registry
 from trainbus.bus.catalogue import BUNDLES
-from trainbus.bus.order import describe_order
+
+#: distributions that provide the ``tensorflow`` module, in the order ``--version`` looks for them
+TF_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-macos", "tensorflow-intel",
+                    "tf-nightly", "tf-nightly-cpu")
+
+
+class CLIError(Exception):
+    """A mistake in what the command was asked to do: reported in one or two lines, exit status 2."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+def _debug() -> bool:
+    return os.environ.get("TRAINBUS_DEBUG", "").strip() not in ("", "0", "false", "no")
 
 
 def _bundle_of(dist: str) -> str:
@@ -41,9 +70,34 @@ def _api_problem(dname: str, spec: str | None) -> str | None:
     return None
 
 
-def plugin_report(try_load: bool = True) -> list[dict[str, Any]]:
+def _module_missing(module: str) -> str | None:
+    """Why ``module`` cannot be imported, found without executing any module (None if it is there)."""
+    parts = module.split(".")
+    try:
+        spec = importlib.util.find_spec(parts[0])
+    except (ImportError, ValueError) as e:
+        return f"{type(e).__name__}: {e}"
+    for i, part in enumerate(parts[1:], start=1):
+        if spec is None:
+            break
+        locations = spec.submodule_search_locations
+        if locations is None:
+            return f"{'.'.join(parts[:i])} is a module, not a package, so it has no {part!r}"
+        spec = importlib.machinery.PathFinder.find_spec(".".join(parts[: i + 1]), list(locations))
+        if spec is None:
+            return f"No module named {'.'.join(parts[: i + 1])!r}"
+    if spec is None:
+        return f"No module named {parts[0]!r}"
+    return None
+
+
+def plugin_report(try_load: bool = True, check_modules: bool = True) -> list[dict[str, Any]]:
     """One entry per installed plugin distribution: name, version, bundle, declared plugin API
-    (``api``), names, ambient plugins and errors (load failures, API mismatches, clashes)."""
+    (``api``), names, ambient plugins and errors (load failures, API mismatches, clashes).
+
+    ``try_load`` imports every entry point (a plugin module that imports TensorFlow at import
+    time then imports it); without it, ``check_modules`` still finds each entry point's module
+    on ``sys.path`` without executing it."""
     dists: dict[str, dict[str, Any]] = {}
     for group in (*_registry.NAME_GROUPS, _registry.PLUGIN_GROUP):
         for name, eps in sorted(_registry.index(group).items()):
@@ -60,15 +114,23 @@ def plugin_report(try_load: bool = True) -> list[dict[str, Any]]:
                     rec["api_ok"] = api_error is None
                     if api_error:
                         rec["errors"].append(api_error)
+                qualname = f"{group}.{name}"
                 if group == _registry.PLUGIN_GROUP:
                     rec["plugins"].append(name)
                 else:
-                    rec["names"].append(f"{group}.{name}")
-                if try_load and rec["api_ok"]:
+                    rec["names"].append(qualname)
+                if not rec["api_ok"]:
+                    continue
+                if try_load:
                     try:
-                        _registry.load(ep, f"{group}.{name}")
+                        _registry.load(ep, qualname)
                     except Exception as e:  # noqa: BLE001 - reported, not raised
-                        rec["errors"].append(f"{group}.{name}: {e}")
+                        rec["errors"].append(f"{qualname}: {e}")
+                elif check_modules:
+                    why = _module_missing(ep.module)
+                    if why:
+                        rec["errors"].append(f"{qualname}: {qualname} comes from {_registry.describe(ep)}, but its "
+                                             f"module cannot be found: {why}. Reinstall or uninstall that distribution.")
     for dname, rec in dists.items():
         providers = [n.rsplit(".", 1)[1] for n in rec["names"]]
         for other in dists.values():
@@ -80,7 +142,8 @@ def plugin_report(try_load: bool = True) -> list[dict[str, Any]]:
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
-    report = plugin_report(try_load=not args.no_load)
+    load = (args.load or args.strict) and not args.no_load
+    report = plugin_report(try_load=load, check_modules=not args.no_load)
     if not report:
         print("no trainbus plugin distributions are installed (pip install 'trainbus[standard]')")
         return 0
@@ -93,19 +156,91 @@ def cmd_plugins(args: argparse.Namespace) -> int:
             print(f"    plugin {p}")
         for e in rec["errors"]:
             print(f"    ERROR {e}")
-    return 1 if any(r["errors"] for r in report) and args.strict else 0
+    broken = [r["name"] for r in report if r["errors"]]
+    if broken and args.strict:
+        sys.stdout.flush()
+        raise CLIError(f"{len(broken)} plugin distribution(s) do not load cleanly: {', '.join(broken)}",
+                       "see the ERROR lines above; reinstall, upgrade or uninstall them")
+    return 0
+
+
+def _distribution_versions() -> list[tuple[str, str, str | None]]:
+    """(name, version, declared plugin API) of each installed plugin distribution, from metadata."""
+    seen: dict[str, tuple[str, str, str | None]] = {}
+    for group in (*_registry.NAME_GROUPS, _registry.PLUGIN_GROUP):
+        for eps in _registry.index(group).values():
+            for ep in eps:
+                dist = ep.dist
+                if dist is None:
+                    continue
+                dname = dist.metadata["Name"]
+                if dname not in seen:
+                    seen[dname] = (dname, dist.version, _registry.declared_api(ep))
+    return sorted(seen.values())
+
+
+def version_text() -> str:
+    """trainbus, its plugin API, each plugin distribution and TensorFlow, read from metadata
+    (TensorFlow is not imported)."""
+    from importlib_metadata import PackageNotFoundError, version
+
+    from trainbus import __version__
+    from trainbus.bus.registry import PLUGIN_API_VERSION
+
+    lines = [f"trainbus {__version__} (plugin API {PLUGIN_API_VERSION})"]
+    for name, ver, api in _distribution_versions():
+        lines.append(f"  {name} {ver} (plugin API {api or 'not declared'})")
+    tf = None
+    for dname in TF_DISTRIBUTIONS:
+        try:
+            tf = f"{dname} {version(dname)}"
+            break
+        except PackageNotFoundError:
+            continue
+    lines.append(f"TensorFlow: {tf or 'not installed'}")
+    return "\n".join(lines)
+
+
+class _VersionAction(argparse.Action):
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kw: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kw)
+
+    def __call__(self, parser: argparse.ArgumentParser, *a: Any, **kw: Any) -> None:
+        print(version_text())
+        parser.exit(0)
 
 
 def _load_spec(spec: str) -> Any:
-    if ":" not in spec:
-        raise SystemExit(f"trainbus: SPEC must look like module:attr, got {spec!r}")
-    mod, attr = spec.split(":", 1)
-    sys.path.insert(0, ".")
-    obj: Any = importlib.import_module(mod)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    if callable(obj) and not isinstance(obj, type):
-        obj = obj()
+    mod, sep, attr = spec.partition(":")
+    if not sep or not mod or not attr:
+        raise CLIError(f"SPEC must look like module:attr (e.g. mytrain:config), got {spec!r}")
+    sys.path.insert(0, os.getcwd())
+    try:
+        try:
+            obj: Any = importlib.import_module(mod)
+        except ModuleNotFoundError as e:
+            if e.name and (mod == e.name or mod.startswith(e.name + ".")):
+                raise CLIError(f"{spec}: no module named {e.name!r} (looked in the current directory and sys.path)",
+                               "run from the directory that holds the module, or set PYTHONPATH") from e
+            raise CLIError(f"{spec}: importing {mod!r} failed: {type(e).__name__}: {e}") from e
+        except Exception as e:  # noqa: BLE001 - the user's module failed while importing
+            raise CLIError(f"{spec}: importing {mod!r} failed: {type(e).__name__}: {e}",
+                           "set TRAINBUS_DEBUG=1 to see the traceback") from e
+        where = mod
+        for part in attr.split("."):
+            try:
+                obj = getattr(obj, part)
+            except AttributeError as e:
+                raise CLIError(f"{spec}: {where} has no attribute {part!r}") from e
+            where = f"{where}.{part}"
+        if callable(obj) and not isinstance(obj, type):
+            try:
+                obj = obj()
+            except Exception as e:  # noqa: BLE001 - the user's function failed
+                raise CLIError(f"{spec}: calling {where}() failed: {type(e).__name__}: {e}",
+                               "set TRAINBUS_DEBUG=1 to see the traceback") from e
+    finally:
+        sys.path.remove(os.getcwd())
     return obj
 
 
@@ -117,18 +252,40 @@ def cmd_order(args: argparse.Namespace) -> int:
     elif isinstance(obj, (list, tuple)):
         callbacks, monitors = list(obj), []
     else:
-        raise SystemExit(f"trainbus order: {args.spec} is {obj!r}; expected a TrainConfig or a list of callbacks")
+        shown = repr(obj)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        raise CLIError(f"{args.spec} is a {type(obj).__name__} ({shown}); expected a TrainConfig, a list of "
+                       "callbacks, or a function returning one")
+    from trainbus.bus.order import describe_order
+
     print(describe_order(callbacks, monitors))
     return 0
 
 
+def _readable_file(path: str) -> None:
+    p = pathlib.Path(path)
+    if not p.exists():
+        raise CLIError(f"the run file {path} does not exist", f"working directory: {os.getcwd()}")
+    if not p.is_file():
+        raise CLIError(f"the run file {path} is not a file")
+    try:
+        p.read_bytes().decode("utf-8")
+    except OSError as e:
+        raise CLIError(f"cannot read the run file {path}: {e.strerror or e}") from e
+    except UnicodeDecodeError as e:
+        raise CLIError(f"cannot read the run file {path}: it is not UTF-8 text ({e.reason} at byte {e.start})") from e
+
+
 def cmd_train(args: argparse.Namespace) -> int:
+    _readable_file(args.config)
     from trainbus.config_file import RunConfigError, train_from_file
     from trainbus.train._signals import TrainingInterrupted
 
     try:
         result = train_from_file(args.config, dry_run=args.dry_run)
     except RunConfigError as e:
+        # every problem of the file, one per line, with its line number
         print(f"trainbus train: {e}", file=sys.stderr)
         return 2
     except TrainingInterrupted as e:
@@ -146,8 +303,7 @@ def cmd_new_plugin(args: argparse.Namespace) -> int:
     try:
         root = scaffold_plugin(args.name, args.dir)
     except (ValueError, FileExistsError) as e:
-        print(f"trainbus new-plugin: {e}", file=sys.stderr)
-        return 2
+        raise CLIError(str(e)) from e
     n = names_for(args.name)
     print(f"wrote the plugin distribution {n['dist']} in {root}")
     print(f"  callback  trainbus.callbacks.{n['callback']}")
@@ -158,10 +314,17 @@ def cmd_new_plugin(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="trainbus", description="trainbus command line")
+    p.add_argument("--version", action=_VersionAction,
+                   help="print the versions of trainbus, of each plugin distribution and of TensorFlow, and exit")
     sub = p.add_subparsers(dest="command", required=True)
     sp = sub.add_parser("plugins", help="list installed plugin distributions")
-    sp.add_argument("--no-load", action="store_true", help="read metadata only, do not import plugins")
-    sp.add_argument("--strict", action="store_true", help="exit 1 if a plugin fails to load or clashes")
+    sp.add_argument("--load", action="store_true",
+                    help="also import every entry point and report what fails to load (imports the plugin modules)")
+    sp.add_argument("--no-load", action="store_true",
+                    help="read metadata only: do not import plugins nor look for their modules")
+    sp.add_argument("--strict", action="store_true",
+                    help="imply --load; exit with status 2 if a plugin fails to load, declares an unsupported "
+                         "plugin API or clashes with another distribution")
     sp.set_defaults(func=cmd_plugins)
     so = sub.add_parser("order", help="print the callback order per hook of a configured run")
     so.add_argument("spec", help="module:attr naming a TrainConfig, a list of callbacks, or a function returning one")
@@ -183,9 +346,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; returns the exit status (2 for a mistake, reported on stderr)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
-    return int(args.func(args) or 0)
+    args = parser.parse_args(argv)  # argparse reports its own errors (status 2)
+    try:
+        return int(args.func(args) or 0)
+    except CLIError as e:
+        if _debug():
+            traceback.print_exc()
+        print(f"trainbus {args.command}: {e}", file=sys.stderr)
+        if e.hint:
+            print(f"  {e.hint}", file=sys.stderr)
+        return 2
+    except Exception as e:  # noqa: BLE001 - the command line shows no traceback unless asked
+        if _debug() or (args.command == "train" and not args.dry_run):
+            raise  # a crash while training keeps its traceback: it is not a command-line mistake
+        print(f"trainbus {args.command}: {type(e).__name__}: {e}", file=sys.stderr)
+        print("  set TRAINBUS_DEBUG=1 to see the traceback", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover
