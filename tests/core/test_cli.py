@@ -1,0 +1,221 @@
+"""The ``trainbus`` command line: fast without TensorFlow where TensorFlow is not needed,
+``--version`` from metadata, and every mistake reported in one or two lines (status 2)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from trainbus import __version__
+from trainbus.cli import main
+
+# A subprocess in which any import of TensorFlow raises; it runs trainbus.cli.main(argv) and
+# prints, as the last line, JSON with the exit status, the wall time of main() alone, and
+# whether a tensorflow module or a plugin module got imported.
+BLOCKED = textwrap.dedent("""
+    import json, sys, time
+
+    class NoTensorFlow:
+        def find_spec(self, name, path=None, target=None):
+            if name == "tensorflow" or name.startswith("tensorflow."):
+                raise ImportError(f"TensorFlow is blocked in this test (import of {name})")
+            return None
+
+    sys.meta_path.insert(0, NoTensorFlow())
+    from trainbus.cli import main
+
+    argv = json.loads(sys.argv[1])
+    t0 = time.perf_counter()
+    try:
+        rc = main(argv)
+    except SystemExit as e:  # argparse's --version/--help
+        rc = e.code
+    elapsed = time.perf_counter() - t0
+    sys.stdout.flush()
+    tf = sorted(m for m in sys.modules if m == "tensorflow" or m.startswith("tensorflow."))
+    plugins = sorted(m for m in sys.modules if m.startswith("trainbus_") and sys.modules[m] is not None)
+    print(json.dumps({"rc": rc, "elapsed": elapsed, "tf": tf, "plugins": plugins}))
+""")
+
+# main() is timed inside the subprocess (interpreter start-up is not counted); it takes about
+# 0.1 s here. The limit is the 1 s the command promises, with no extra margin: importing
+# TensorFlow alone takes several seconds, so a regression cannot hide under it.
+LIMIT_S = 1.0
+
+
+def _blocked(argv: list[str], cwd: pathlib.Path | None = None, env: dict | None = None):
+    r = subprocess.run([sys.executable, "-c", BLOCKED, json.dumps(argv)], capture_output=True, text=True,
+                       cwd=cwd, env=env, timeout=120)
+    assert r.stdout.strip(), r.stderr
+    *out, last = r.stdout.rstrip("\n").split("\n")
+    return json.loads(last), "\n".join(out), r.stderr
+
+
+def test_plugins_lists_without_tensorflow_in_under_a_second() -> None:
+    info, out, err = _blocked(["plugins"])
+    assert info["rc"] == 0, err
+    assert info["tf"] == [] and info["plugins"] == [], info
+    assert "trainbus-saver 0.1.0  [bundle: standard]  [plugin API >=1,<2]" in out
+    assert "    trainbus.callbacks.ModelSaver" in out
+    assert "    trainbus.train.SimpleTrainer" in out
+    assert "ERROR" not in out, out
+    assert "Traceback" not in err and "tensorflow" not in err.lower(), err
+    assert info["elapsed"] < LIMIT_S, info
+
+
+def test_version_reads_metadata_only() -> None:
+    info, out, err = _blocked(["--version"])
+    assert info["rc"] == 0, err
+    assert info["tf"] == [] and info["plugins"] == [], info
+    lines = out.splitlines()
+    assert lines[0] == f"trainbus {__version__} (plugin API 1)"
+    assert "  trainbus-saver 0.1.0 (plugin API >=1,<2)" in lines
+    assert "  trainbus-trainers-single 0.1.0 (plugin API >=1,<2)" in lines
+    from importlib.metadata import version
+
+    assert lines[-1] == f"TensorFlow: tensorflow {version('tensorflow')}"
+    assert info["elapsed"] < LIMIT_S, info
+
+
+def test_order_and_new_plugin_without_tensorflow(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "tfless_cbs.py").write_text(
+        "from trainbus.callbacks import Callback\n"
+        "class First(Callback):\n    def _before_train(self): pass\n"
+        "class Second(Callback):\n    def _before_train(self): pass\n"
+        "def callbacks():\n    return [First(), Second()]\n")
+    info, out, err = _blocked(["order", "tfless_cbs:callbacks"], cwd=tmp_path)
+    assert info["rc"] == 0, err
+    assert info["tf"] == [], info
+    before = out.split("before_train", 1)[1]
+    assert before.index("First") < before.index("Second"), out
+    assert info["elapsed"] < LIMIT_S, info
+
+    info, out, err = _blocked(["new-plugin", "grad-stats", "--dir", str(tmp_path / "gs")])
+    assert info["rc"] == 0, err
+    assert info["tf"] == [], info
+    assert (tmp_path / "gs" / "pyproject.toml").is_file()
+    assert info["elapsed"] < LIMIT_S, info
+
+
+# ---- errors: one or two lines on stderr, status 2, no traceback ----------------------------
+
+def _one_error(capsys, argv: list[str], *expected: str) -> str:
+    assert main(argv) == 2
+    cap = capsys.readouterr()
+    lines = cap.err.strip("\n").splitlines()
+    assert 1 <= len(lines) <= 2, cap.err
+    assert "Traceback" not in cap.err
+    for text in expected:
+        assert text in cap.err, cap.err
+    return cap.err
+
+
+@pytest.fixture
+def in_tmp(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TRAINBUS_DEBUG", raising=False)
+    return tmp_path
+
+
+def test_order_missing_module(in_tmp, capsys) -> None:
+    _one_error(capsys, ["order", "nosuch_module_xyz:thing"], "trainbus order:", "no module named 'nosuch_module_xyz'")
+
+
+def test_order_missing_attribute(in_tmp, capsys) -> None:
+    (in_tmp / "has_some.py").write_text("callbacks = []\n")
+    _one_error(capsys, ["order", "has_some:config"], "has_some has no attribute 'config'")
+
+
+def test_order_not_a_config_or_list(in_tmp, capsys) -> None:
+    (in_tmp / "wrong_kind.py").write_text("config = 42\n")
+    _one_error(capsys, ["order", "wrong_kind:config"], "wrong_kind:config is a int (42)", "expected a TrainConfig")
+
+
+def test_order_spec_without_colon(in_tmp, capsys) -> None:
+    _one_error(capsys, ["order", "just_a_module"], "SPEC must look like module:attr")
+
+
+def test_order_module_that_raises(in_tmp, capsys) -> None:
+    (in_tmp / "raises_on_import.py").write_text("raise RuntimeError('bad configuration value')\n")
+    _one_error(capsys, ["order", "raises_on_import:config"],
+               "importing 'raises_on_import' failed: RuntimeError: bad configuration value", "TRAINBUS_DEBUG=1")
+
+
+def test_train_missing_run_file(in_tmp, capsys) -> None:
+    _one_error(capsys, ["train", "absent.toml"], "the run file absent.toml does not exist")
+    _one_error(capsys, ["train", "--dry-run", "absent.toml"], "does not exist")
+
+
+def test_train_unreadable_run_file(in_tmp, capsys) -> None:
+    (in_tmp / "adir.toml").mkdir()
+    _one_error(capsys, ["train", "adir.toml"], "the run file adir.toml is not a file")
+    (in_tmp / "binary.toml").write_bytes(b"\xff\xfe\x00model")
+    _one_error(capsys, ["train", "binary.toml"], "cannot read the run file binary.toml: it is not UTF-8 text")
+
+
+def test_new_plugin_bad_name(in_tmp, capsys) -> None:
+    _one_error(capsys, ["new-plugin", "Bad Name"], "trainbus new-plugin:", "'Bad Name'")
+
+
+def test_argparse_errors_are_status_2(in_tmp, capsys) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["order"])
+    assert e.value.code == 2
+    assert "the following arguments are required: spec" in capsys.readouterr().err
+
+
+def test_debug_shows_the_traceback(in_tmp) -> None:
+    env = dict(os.environ, TRAINBUS_DEBUG="1", TF_CPP_MIN_LOG_LEVEL="3")
+    (in_tmp / "raises_on_import.py").write_text("raise RuntimeError('bad configuration value')\n")
+    r = subprocess.run([sys.executable, "-m", "trainbus", "order", "raises_on_import:config"], cwd=in_tmp,
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode != 0
+    assert "Traceback" in r.stderr and "bad configuration value" in r.stderr
+    env["TRAINBUS_DEBUG"] = "0"
+    r = subprocess.run([sys.executable, "-m", "trainbus", "order", "nosuch_module_xyz:thing"], cwd=in_tmp,
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) <= 2, r.stderr
+
+
+def _broken_dist(site: pathlib.Path) -> None:
+    """``trainbus-brokenimport``: its module raises when imported (a broken install)."""
+    (site / "trainbus_brokenimport.py").write_text("raise ImportError('this plugin module is deliberately broken')\n")
+    info = site / "trainbus_brokenimport-0.2.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: trainbus-brokenimport\nVersion: 0.2.0\n"
+                                   "Keywords: trainbus-plugin,trainbus-plugin-api=>=1,<2\n")
+    (info / "entry_points.txt").write_text("[trainbus.callbacks]\nBrokenCallback = trainbus_brokenimport:Broken\n"
+                                           "[trainbus.train]\nGoneTrainer = trainbus_gone_module:GoneTrainer\n")
+
+
+def test_plugins_reports_broken_distributions_and_strict_is_status_2(tmp_path: pathlib.Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    _broken_dist(site)
+    env = dict(os.environ, PYTHONPATH=str(site), TF_CPP_MIN_LOG_LEVEL="3")
+    env.pop("TRAINBUS_DEBUG", None)
+    # without --load: the missing module is found from metadata, nothing is imported, status 0
+    info, out, err = _blocked(["plugins"], env=env)
+    assert info["rc"] == 0, err
+    assert info["plugins"] == [], info
+    block = out.split("trainbus-brokenimport 0.2.0", 1)[1].split("\ntrainbus-", 1)[0]
+    assert "ERROR trainbus.train.GoneTrainer: " in block and "No module named 'trainbus_gone_module'" in block
+    assert "deliberately broken" not in block
+    assert info["elapsed"] < LIMIT_S, info
+    # --strict imports each entry point: the import error is reported, then two lines on stderr, status 2
+    r = subprocess.run([sys.executable, "-m", "trainbus", "plugins", "--strict"], capture_output=True, text=True,
+                       env=env, timeout=180)
+    assert r.returncode == 2, r.stderr[-2000:]
+    block = r.stdout.split("trainbus-brokenimport 0.2.0", 1)[1].split("\ntrainbus-", 1)[0]
+    assert "ERROR trainbus.callbacks.BrokenCallback: " in block and "deliberately broken" in block
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith(("trainbus plugins:", "  "))]
+    assert lines[0] == "trainbus plugins: 1 plugin distribution(s) do not load cleanly: trainbus-brokenimport", \
+        r.stderr[-2000:]
+    assert "Traceback" not in r.stderr
