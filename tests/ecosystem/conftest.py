@@ -13,7 +13,6 @@ import dataclasses
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -31,39 +30,25 @@ def _dist_dirs() -> list[pathlib.Path]:
     return dirs
 
 
-def _clean_copy(src: pathlib.Path, dst: pathlib.Path) -> pathlib.Path:
-    """Copy a distribution's sources without build leftovers (the checkout stays untouched)."""
-    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__", ".pytest_cache"))
-    return dst
+BUILD_SCRIPT = ROOT / "tools" / "build_wheels.sh"
 
 
-_BUILD = """
-import os, sys
-from setuptools import build_meta
-out = sys.argv[1]
-for d in sys.argv[2:]:
-    os.chdir(d)
-    build_meta.build_wheel(out)
-"""
-
-
-def build_wheels(dirs: list[pathlib.Path], out: pathlib.Path, work: pathlib.Path) -> None:
-    """Wheels of clean copies of ``dirs`` into ``out``: the PEP 517 ``build_wheel`` hook of
-    setuptools (what ``pip wheel --no-build-isolation`` calls), run in ONE process for all of
-    them, which is ~10x cheaper than one pip process per distribution."""
-    copies = [str(_clean_copy(d, work / d.name)) for d in dirs]
-    out.mkdir(parents=True, exist_ok=True)
-    r = subprocess.run([sys.executable, "-c", _BUILD, str(out), *copies], capture_output=True, text=True)
+def build_wheels(out: pathlib.Path) -> subprocess.CompletedProcess:
+    """Run ``tools/build_wheels.sh out`` (the documented way to build the wheelhouse) with this
+    interpreter; raises with its output when it fails."""
+    env = dict(os.environ, PYTHON=sys.executable)
+    r = subprocess.run(["bash", str(BUILD_SCRIPT), str(out)], capture_output=True, text=True, env=env, timeout=900)
     if r.returncode != 0:
-        raise RuntimeError(f"building wheels failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+        raise RuntimeError(f"tools/build_wheels.sh failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    return r
 
 
 @pytest.fixture(scope="session")
 def wheelhouse(tmp_path_factory) -> pathlib.Path:
-    """Wheels of the core and of every plugin directory, built once per test session."""
-    base = tmp_path_factory.mktemp("wheelhouse")
-    out = base / "wheels"
-    build_wheels(_dist_dirs(), out, base / "src")
+    """Wheels of the core and of every plugin directory, built once per test session by
+    ``tools/build_wheels.sh`` (as users build them)."""
+    out = tmp_path_factory.mktemp("wheelhouse") / "wheels"
+    build_wheels(out)
     return out
 
 
