@@ -127,6 +127,18 @@ def load(ep: EntryPoint, qualname: str) -> Any:
         ) from exc
 
 
+def install_hint(requirement: str) -> str:
+    """How to install ``requirement`` (a distribution or ``trainbus[bundle]``), as one line for
+    messages. The trainbus distributions are not on a public package index, so the line gives
+    the plain command and the one that works from a trainbus checkout, whose ``dist/``
+    wheelhouse ``tools/build_wheels.sh`` builds::
+
+        pip install trainbus-saver (from a trainbus checkout: tools/build_wheels.sh, then pip install --find-links dist trainbus-saver)
+    """
+    req = f"'{requirement}'" if "[" in requirement else requirement  # quoted for the shell
+    return f"pip install {req} (from a trainbus checkout: tools/build_wheels.sh, then pip install --find-links dist {req})"
+
+
 def provider(groups: Iterable[str], name: str) -> tuple[str, EntryPoint] | None:
     """The (group, entry point) that provides ``name``; raises on conflicts."""
     hits = [(g, ep) for g in groups for ep in index(g).get(name, ())]
@@ -150,9 +162,9 @@ def resolve(module: str, name: str, groups: Iterable[str] | None = None) -> Any:
         dist = KNOWN_PROVIDERS.get(group, {}).get(name)
         if dist is not None:
             bundle = next((b for b, members in BUNDLES.items() if dist in members), None)
-            hint = f"\n    pip install {dist}"
+            hint = f"\n    {install_hint(dist)}"
             if bundle:
-                hint += f"\n(or the whole bundle: pip install 'trainbus[{bundle}]')"
+                hint += f"\n    or the whole bundle: {install_hint(f'trainbus[{bundle}]')}"
             # ModuleNotFoundError, not AttributeError: `from m import X` would replace an
             # AttributeError's message by its own "cannot import name".
             raise ModuleNotFoundError(
