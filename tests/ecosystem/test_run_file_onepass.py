@@ -207,3 +207,84 @@ def test_a_real_run_builds_each_component_once(rundir) -> None:
     assert (rundir / "built.txt").read_text().split() == ["tag", "cb"]
     load_run_file(p)
     assert (rundir / "built.txt").read_text().split() == ["tag", "cb", "tag", "cb"]
+
+
+STATE_KEYS = """\
+[model]
+class = "tinyrun:LinearNet"
+
+[data]
+function = "tinyrun:make_data"
+
+[[callbacks]]
+name = "ModelSaver"
+
+[[callbacks]]
+name = "MinSaver"
+state_key = 3
+args = { monitor_stat = "cost" }
+
+[[callbacks]]
+name = "MinSaver"
+state_key = "  "
+args = { monitor_stat = "cost", filename = "other" }
+
+[[callbacks]]
+name = "MaxSaver"
+state_key = "best"
+args = { monitor_stat = "cost" }
+
+[[callbacks]]
+name = "MaxSaver"
+state_key = "best"
+args = { monitor_stat = "accuracy" }
+
+[[callbacks]]
+name = "MinSaver"
+args = { monitor_stat = "val" }
+
+[[callbacks]]
+name = "MinSaver"
+args = { monitor_stat = "val" }
+
+[[monitors]]
+name = "JSONWriter"
+state_key = "json"
+state_keys = "typo"
+
+[train]
+max_epoch = "two"
+steps_per_epoch = 4
+"""
+
+
+@pytest.mark.parametrize("how", ["load", "train"])
+def test_bad_state_keys_are_reported_with_the_other_mistakes(rundir, how) -> None:
+    """A non-string or blank ``state_key``, two entries given one key, and two stateful
+    callbacks whose default keys are equal: each reported at its line, in the same pass as
+    a bad loop option and an unknown key; nothing trains."""
+    from trainbus.config_file import train_from_file
+
+    p = rundir / "keys.toml"
+    p.write_text(STATE_KEYS)
+    if how == "load":
+        problems = _problems(p)
+    else:
+        with pytest.raises(RunConfigError) as err:
+            train_from_file(p)
+        problems = err.value.problems
+    got = {(pr.line, pr.where): pr.message for pr in problems}
+    text = p.read_text().splitlines()
+    assert (_line(p, "state_key = 3"), "callbacks[1].state_key") in got
+    assert "state_key must be a non-empty string" in got[(_line(p, "state_key = 3"), "callbacks[1].state_key")]
+    assert (_line(p, 'state_key = "  "'), "callbacks[2].state_key") in got
+    second_best = [i for i, line in enumerate(text, 1) if line == 'state_key = "best"'][1]
+    msg = got[(second_best, "callbacks[4].state_key")]
+    assert "'best' is also the state_key of callbacks[3]" in msg and f"line {second_best - 5}" in msg
+    second_val = [i for i, line in enumerate(text, 1) if line == "[[callbacks]]"][6]
+    msg = got[(second_val, "callbacks[6]")]
+    assert "'MinSaver(val)'" in msg and f"callbacks[5] (line {second_val - 4})" in msg and "add state_key" in msg
+    assert (_line(p, "state_keys"), "monitors[0].state_keys") in got
+    assert "did you mean 'state_key'" in got[(_line(p, "state_keys"), "monitors[0].state_keys")]
+    assert (_line(p, "max_epoch"), "train.max_epoch") in got
+    assert len(problems) == 6, "\n".join(pr.format(p.name) for pr in problems)

@@ -34,6 +34,22 @@ class StopAfterStep(Callback):
             self.trainer.request_stop(f"stopped after step {self.step}")
 
 
+class CountTriggers(Callback):
+    """Counts how often it was triggered; the count is its saved state."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def _trigger(self) -> None:
+        self.count += 1
+
+    def _state_dict(self) -> dict:
+        return {"count": self.count}
+
+    def _load_state_dict(self, state: dict) -> None:
+        self.count = state["count"]
+
+
 class SlowSteps(Callback):
     """Sleeps after every step, so that a signal arrives in the middle of an epoch; writes
     the global step to ``marker`` (for the test to wait on)."""
@@ -328,3 +344,40 @@ def test_nothing_to_resume_from_is_reported_as_a_problem_of_the_run(rundir) -> N
     assert "cannot resume from the log directory" in problem.message and "model-4" in problem.message
     assert "resume = false" in problem.message
     assert sorted((x.name, x.stat().st_size) for x in log.iterdir()) == before
+
+
+COUNTERS = """
+[[callbacks]]
+name = "PeriodicTrigger"
+state_key = "count-every-step"
+args = { triggerable = { object = "runhelpers:CountTriggers", args = {} }, every_k_steps = 1 }
+
+[[callbacks]]
+name = "PeriodicTrigger"
+state_key = "count-every-other-step"
+args = { triggerable = { object = "runhelpers:CountTriggers", args = {} }, every_k_steps = 2 }
+"""
+
+
+def test_state_key_tells_two_callbacks_of_one_class_apart_on_resume(rundir) -> None:
+    """Two stateful callbacks of one class (their default keys are equal) with a ``state_key``
+    each in the run file: the run trains, the dry run shows the keys, the checkpoint holds
+    both states under their keys, and running the file again gives each its own count back
+    (swapped states would give 6 and 6 after the second epoch, not 8 and 4)."""
+    from trainbus.config_file import train_from_file
+
+    log = rundir / "log"
+    p = _write(rundir, epochs=1)
+    p.write_text(p.read_text().replace("[[monitors]]", COUNTERS + "\n[[monitors]]", 1))
+    plan = train_from_file(p, dry_run=True)
+    assert "state_key='count-every-step'" in plan and "state_key='count-every-other-step'" in plan, plan
+    assert not log.exists()
+    _train_here(p)
+    state = json.loads((log / "model-4.trainbus.json").read_text())
+    assert state["count-every-step"] == {"count": 4} and state["count-every-other-step"] == {"count": 2}, state
+
+    p.write_text(p.read_text().replace("max_epoch = 1", "max_epoch = 2"))
+    out = _train_here(p)
+    assert "Setting starting_epoch to 2" in out
+    state = json.loads((log / "model-8.trainbus.json").read_text())
+    assert state["count-every-step"] == {"count": 8} and state["count-every-other-step"] == {"count": 4}, state

@@ -22,6 +22,11 @@ initializer by their registered names (``trainbus plugins`` lists them)::
     name = "PeriodicTrigger"         #   { callback = "Name", args = {...} }, { monitor = ... },
     args = { triggerable = { callback = "ModelSaver" }, every_k_steps = 5 }
                                      #   { session_init = ... }, { object = "module:attr", args = {...} }
+    [[callbacks]]                    # state_key: the key its saved state goes under
+    name = "MinSaver"                #   (default: the class and what identifies the instance)
+    state_key = "best-cost"
+    args = { monitor_stat = "cost" }
+
     [[monitors]]                     # no [[monitors]] at all = DEFAULT_MONITORS()
     name = "ScalarPrinter"
 
@@ -40,9 +45,9 @@ initializer by their registered names (``trainbus plugins`` lists them)::
 
 ``module`` paths are imported with the run file's directory and the current directory on
 ``sys.path``. Every mistake (unknown names, arguments that do not fit a signature or the
-types it is annotated with, missing plugins, bad loop options, what the constructors reject)
-is collected and reported at once, each with its line, before anything starts
-(:class:`RunConfigError`); ``logdir_action`` is carried out only when training starts, so a
+types it is annotated with, missing plugins, bad loop options, what the constructors reject,
+two stateful callbacks with one state key) is collected and reported at once, each with its
+line, before anything starts (:class:`RunConfigError`); ``logdir_action`` is carried out only when training starts, so a
 run with mistakes leaves the file system as it was. Running a file again continues the run
 from the newest checkpoint of its log directory (``AutoResumeTrainConfig``).
 """
@@ -297,11 +302,15 @@ class Component:
     line: int | None
     call: bool = True  # False for {object = "module:attr"} without args: the attribute itself
     arg_lines: dict[str, int] = dataclasses.field(default_factory=dict)  # argument name -> its line
+    state_key: str | None = None      # callbacks and monitors: the key their saved state goes under
+    state_key_line: int | None = None
 
     def problem_from(self, e: BaseException) -> Problem:
         """A construction error as a problem: at the line of the argument the message names
         (when it names exactly one), else at the component's line."""
         text = str(e)
+        if isinstance(e, _StateKeyError):
+            return Problem(self.state_key_line or self.line, f"{self.label}.state_key", text)
         named = [k for k in self.arg_lines if re.search(rf"\b{re.escape(k)}\b", text)]
         line = self.arg_lines[named[0]] if len(named) == 1 else self.line
         where = f"{self.label}.args.{named[0]}" if len(named) == 1 else self.label
@@ -311,12 +320,25 @@ class Component:
         """Call ``target`` with the (recursively built) arguments."""
         if not self.call:
             return self.target
-        return self.target(**{k: _materialize(v) for k, v in self.args.items()})
+        obj = self.target(**{k: _materialize(v) for k, v in self.args.items()})
+        if self.state_key is not None:
+            if not isinstance(getattr(type(obj), "state_key", None), property):
+                raise _StateKeyError(f"{type(obj).__name__} has no state_key (it is not a callback); remove "
+                                     "state_key from this entry")
+            obj.state_key = self.state_key
+        return obj
 
     def describe(self) -> str:
         if not self.call:
             return self.name
-        return f"{self.name}({', '.join(f'{k}={_describe_value(v)}' for k, v in self.args.items())})"
+        text = f"{self.name}({', '.join(f'{k}={_describe_value(v)}' for k, v in self.args.items())})"
+        if self.state_key is not None:
+            text += f" state_key={self.state_key!r}"
+        return text
+
+
+class _StateKeyError(TypeError):
+    """A component given a ``state_key`` built something that has none."""
 
 
 def _materialize(v: Any) -> Any:
@@ -472,15 +494,23 @@ class _Checker:
                 return None
             return Component(kind, label, table[key], target, args, provider, self.line(path), call=call,
                              arg_lines=self.arg_lines(path, args))
+        # a [[callbacks]] or [[monitors]] entry may name the key its saved state goes under
+        keys = {name_key, "state_key"} if len(path) == 2 and path[0] in ("callbacks", "monitors") else {name_key}
         if name_key not in table:
             if kind == "trainer":
                 table = {**table, "name": "SimpleTrainer"}
             else:
                 self.problem(path, f"missing {name_key} = \"<registered name>\" (see `trainbus plugins`)")
-                self.args_of(path, table, {name_key})
+                self.args_of(path, table, keys)
                 return None
         name = table[name_key]
-        args = self.args_of(path, table, {name_key})
+        args = self.args_of(path, table, keys)
+        state_key = table.get("state_key") if "state_key" in keys else None
+        if state_key is not None and (not isinstance(state_key, str) or not state_key.strip()):
+            self.problem(path + ("state_key",), f"state_key must be a non-empty string, the key this callback's "
+                                                f"state is saved under (e.g. state_key = \"val-early-stop\"), "
+                                                f"got {state_key!r}")
+            state_key = None
         if not isinstance(name, str):
             self.problem(path + (name_key,), f"{name_key} must be a string, got {name!r}")
             return None
@@ -498,7 +528,8 @@ class _Checker:
         if not self.check_call(path, target, name, args):
             return None
         return Component(kind, label, name, target, args, compose.provider_of(kind, name), self.line(path),
-                         arg_lines=self.arg_lines(path, args))
+                         arg_lines=self.arg_lines(path, args), state_key=state_key,
+                         state_key_line=self.line(path + ("state_key",)) if state_key is not None else None)
 
     def arg_lines(self, path: Path, args: dict[str, Any]) -> dict[str, int]:
         return {k: line for k in args if (line := self.line(path + ("args", k))) is not None}
@@ -534,10 +565,24 @@ class _Checker:
                 continue
             comps = [self.component((section, i), kind, t) for i, t in enumerate(items)]
             lists[section] = [c for c in comps if c is not None]
+        self.check_state_keys([*(lists["callbacks"] or []), *(lists["monitors"] or [])])
         loop = self.loop_options(doc.get("train", {}))
         return RunPlan(model=model, data=data, trainer=trainer, session_init=sessinit,
                        callbacks=lists["callbacks"] or [], monitors=lists["monitors"], loop=loop,
                        loop_lines={k: line for k in loop if (line := self.line(("train", k))) is not None})
+
+    def check_state_keys(self, comps: list[Component]) -> None:
+        """Two entries given one ``state_key``: on resume, their states could not be told apart."""
+        seen: dict[str, Component] = {}
+        for c in comps:
+            if c.state_key is None:
+                continue
+            first = seen.setdefault(c.state_key, c)
+            if first is not c:
+                self.problems.append(Problem(c.state_key_line, f"{c.label}.state_key", f"state_key {c.state_key!r} "
+                                             f"is also the state_key of {first.label} (line {first.state_key_line}); "
+                                             "each callback needs its own key to get its own saved state back on "
+                                             "resume: change one of them"))
 
     def loop_options(self, train: Any) -> dict[str, Any]:
         if not isinstance(train, dict):
@@ -720,10 +765,13 @@ class RunPlan:
         has a problem in ``skip`` are not built. Neither the data nor the trainer is built:
         they may be expensive or start services."""
         clean = _clean_of(skip)
-        comps = [c for c in (*self.callbacks, *(self.monitors or []), self.session_init, self.model)
-                 if c is not None and clean(c)]
+        cbs = [c for c in (*self.callbacks, *(self.monitors or [])) if clean(c)]
+        comps = [*cbs, *[c for c in (self.session_init, self.model) if c is not None and clean(c)]]
         with _quiet_plugin_log(), _stand_in_logdir(True):
-            return _build_collect(comps)[1]
+            built, problems = _build_collect(comps)
+            extra = _default_callbacks_of(self.loop)
+        pairs = [*zip(cbs, built), *((None, cb) for cb in extra)]
+        return problems + _state_key_problems(pairs)
 
     def build_callbacks(self) -> tuple[list[Any], list[Any], list[Any] | None]:
         """(callbacks, extra_callbacks, monitors or None for the defaults), constructed."""
@@ -838,6 +886,8 @@ class RunPlan:
         clean = _clean_of(problems)
         built, build_problems = _build_collect([c if c is not None and clean(c) else None for c in comps])
         problems += build_problems
+        extra = _default_callbacks_of(self.loop)
+        problems += _state_key_problems([*zip([*self.callbacks, *monitors_c], built), *((None, cb) for cb in extra)])
         callbacks, monitors = built[:n_cb], (built[n_cb:n_cb + len(monitors_c)] if self.monitors is not None else None)
         trainer, model, sessinit = built[n_cb + len(monitors_c):]
         if model is not None and not isinstance(model, ModelDescBase):
@@ -852,7 +902,6 @@ class RunPlan:
         if not (is_dataflow(data) or isinstance(data, InputSource)):
             raise RunConfigError(self.filename, [Problem(self.data.line, "data", f"{self.data.describe()} returned "
                                                  f"{data!r}; it must return a DataFlow or an InputSource")])
-        extra = _default_callbacks_of(self.loop)
         kw = dict(model=model, callbacks=callbacks, extra_callbacks=extra, monitors=monitors,
                   starting_epoch=self.loop.get("starting_epoch", 1),
                   steps_per_epoch=self.loop.get("steps_per_epoch"), max_epoch=self.loop.get("max_epoch", 99999))
@@ -911,6 +960,37 @@ def _clean_of(problems: list[Problem]) -> Any:
         return not any(w == c.label or w.startswith(c.label + ".") or w.startswith(c.label + "[") for w in bad)
 
     return clean
+
+
+def _state_key_problems(pairs: list[tuple[Component | None, Any]]) -> list[Problem]:
+    """Built callbacks and monitors (with their entries; None for those the run adds, like
+    ``DEFAULT_CALLBACKS()``) of which two that save state have one effective ``state_key``:
+    the class's default key or the one the file gives. Pairs whose keys the file gave both are
+    left to the file's check (which reports them at their lines)."""
+    problems: list[Problem] = []
+    seen: dict[str, tuple[Component | None, Any]] = {}
+    for comp, obj in pairs:
+        has_state = getattr(obj, "_has_state", None)
+        if obj is None or has_state is None or not has_state():
+            continue
+        key = obj.state_key
+        if key not in seen:
+            seen[key] = (comp, obj)
+            continue
+        first, first_obj = seen[key]
+        if comp is not None and first is not None and comp.state_key is not None and first.state_key is not None:
+            continue
+        here, there, there_obj = (comp, first, first_obj) if comp is not None else (first, None, obj)
+        if here is None:  # two callbacks the run adds itself: the trainer reports it when it sets them up
+            continue
+        other = (f"{there.label} (line {there.line})" if there is not None
+                 else f"{there_obj} (added by default_callbacks = true)")
+        problems.append(Problem(here.state_key_line or here.line, f"{here.label}.state_key" if here.state_key
+                                else here.label,
+                                f"{here.describe()} saves its state under the key {key!r}, as {other} does; on "
+                                "resume their saved states could not be told apart: add state_key = \"<a key of "
+                                "its own>\" to this entry"))
+    return problems
 
 
 def _build_collect(comps: list[Component | None]) -> tuple[list[Any], list[Problem]]:
