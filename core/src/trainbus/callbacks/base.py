@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import inspect
 import logging
-import time
 import types
 from typing import TYPE_CHECKING, Any, Callable
 
 from trainbus.bus.dispatch import annotate as _annotate
-from trainbus.bus.dispatch import annotate_from_traceback, origin_of
+from trainbus.bus.dispatch import annotate_from_traceback, origin_of  # noqa: F401 - re-exported
 from trainbus.bus.hookspecs import hookimpl
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -125,7 +125,7 @@ def collect_env_rows() -> list[tuple[str, str]]:
         v = _version_of(module)
         if v is not None:
             rows.append((module, v))
-    from trainbus.cli import plugin_report
+    from trainbus.bus.report import plugin_report
 
     for rec in plugin_report(try_load=False):
         rows.append((f"plugin {rec['name']}", f"{rec['version']} (bundle {rec['bundle']})"))
