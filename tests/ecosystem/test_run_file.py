@@ -151,12 +151,27 @@ def test_structural_mistakes_each_with_a_line(tmp_path) -> None:
     assert "did you mean 'steps_per_epoch'" in msgs and "did you mean 'class'" in msgs
 
 
-def test_toml_syntax_error_has_its_line(tmp_path) -> None:
+def test_toml_syntax_error_is_one_line_with_file_line_and_column(tmp_path) -> None:
     p = tmp_path / "broken.toml"
     p.write_text("[model]\nclass = \"a:B\"\n[train\nmax_epoch = 1\n")
     with pytest.raises(RunConfigError) as err:
         load_run_file(p)
-    assert err.value.problems[0].line == 3 and "not valid TOML" in err.value.problems[0].message
+    (problem,) = err.value.problems
+    assert (problem.line, problem.column) == (3, 7) and "not valid TOML" in problem.message
+    assert str(err.value) == (f"{p}:3:7: not valid TOML: Expected ']' at the end of a table declaration; "
+                              "nothing was started")
+    # the parser's "at end of document" is placed at the end of the last line
+    p.write_text('[model]\nclass = "a:B\n\n')
+    with pytest.raises(RunConfigError) as err:
+        load_run_file(p)
+    assert str(err.value).startswith(f"{p}:2:") and "\n" not in str(err.value)
+    # and through the command: that one line on stderr, exit status 2, nothing started
+    p.write_text("[model]\nclass = \"a:B\"\n[train\nmax_epoch = 1\n")
+    r = _trainbus("train", str(p), cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.strip() == f"trainbus train: {err.value.filename}:3:7: not valid TOML: " \
+                                                 "Expected ']' at the end of a table declaration; nothing was started"
+    assert [x.name for x in tmp_path.iterdir()] == ["broken.toml"]
 
 
 def test_scan_key_lines_follows_arrays_of_tables_and_inline_tables() -> None:

@@ -80,7 +80,7 @@ Path = tuple  # a key path in the TOML document, e.g. ("callbacks", 1, "args", "
 
 
 # =============================================================================================
-# line numbers: tomllib gives values only, so scan the text for where each key/table starts
+# positions: tomllib (tomli on Python 3.10) reads the values; this maps key paths to their lines
 # =============================================================================================
 
 _BARE = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
@@ -262,9 +262,12 @@ class Problem:
     line: int | None
     where: str
     message: str
+    column: int | None = None  # only for TOML syntax errors
 
     def format(self, filename: str) -> str:
         loc = f"{filename}:{self.line}" if self.line else filename
+        if self.line and self.column:
+            return f"{loc}:{self.column}: {self.message}"
         return f"{loc}: {self.where}: {self.message}"
 
 
@@ -274,8 +277,32 @@ class RunConfigError(ValueError):
     def __init__(self, filename: str, problems: list[Problem]) -> None:
         self.filename = filename
         self.problems = list(problems)
+        if len(self.problems) == 1 and self.problems[0].where == _SYNTAX:
+            # the file could not be read at all: one line, "file:line:column: what"
+            super().__init__(f"{self.problems[0].format(filename)}; nothing was started")
+            return
         body = "\n".join("  " + p.format(filename) for p in self.problems)
         super().__init__(f"{filename}: {len(self.problems)} problem(s); nothing was started:\n{body}")
+
+
+_SYNTAX = "(syntax)"
+_AT = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)\s*$")
+
+
+def _syntax_problem(e: ValueError, text: str) -> Problem:
+    """A TOML parse error (``tomllib``/``tomli``) as a problem with its line and column (the
+    parser names them at the end of its message: "(at line 3, column 7)", "(at end of document)")."""
+    msg = str(e.args[0]) if e.args and isinstance(e.args[0], str) else str(e)
+    line, col = None, None
+    m = _AT.search(msg)
+    if m:
+        msg = msg[:m.start()]
+        if m.group(1):
+            line, col = int(m.group(1)), int(m.group(2))
+        else:
+            lines = text.rstrip("\n").split("\n")
+            line, col = len(lines), len(lines[-1]) + 1
+    return Problem(line, _SYNTAX, f"not valid TOML: {msg}", column=col)
 
 
 def _where(path: Path) -> str:
@@ -1088,12 +1115,7 @@ def _check_file(path: str | os.PathLike) -> tuple[RunPlan, list[Problem]]:
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        line = None
-        msg = str(e)
-        m = re.search(r"line (\d+)", msg)
-        if m:
-            line = int(m.group(1))
-        raise RunConfigError(fname, [Problem(line, "(syntax)", f"not valid TOML: {msg}")]) from None
+        raise RunConfigError(fname, [_syntax_problem(e, text)]) from None
     checker = _Checker(doc, scan_key_lines(text), p.resolve().parent)
     plan = checker.check()
     plan.filename = fname
