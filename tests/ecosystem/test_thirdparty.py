@@ -33,19 +33,22 @@ def _wheel_of(src: pathlib.Path, tmp: pathlib.Path) -> pathlib.Path:
     return out
 
 
-def _run_tests_of(venv, tests: pathlib.Path, work: pathlib.Path) -> subprocess.CompletedProcess:
-    """Run a package's own tests with the venv's interpreter, outside this repository's pytest config."""
-    dest = work / "pkgtests"
-    shutil.copytree(tests, dest)
-    (work / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
-    return venv.run(venv.python, "-m", "pytest", "-q", str(dest), check=False, cwd=str(work))
+def _run_tests_in(venv, package: pathlib.Path) -> subprocess.CompletedProcess:
+    """``python -m pytest`` in a package's own directory, as its author runs it, with the venv's
+    interpreter. ``-p no:timeout`` turns pytest-timeout off: a package picking up this
+    repository's configuration (``--timeout`` in its addopts) would then fail on it."""
+    r = venv.run(venv.python, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:timeout", check=False,
+                 cwd=str(package))
+    # the package's own configuration is the one in use
+    assert f"rootdir: {package}\nconfigfile: pyproject.toml" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
+    return r
 
 
 @pytest.mark.slow
 def test_thirdparty_package_beside_trainbus(fresh_venv, tmp_path) -> None:
     wheels = _wheel_of(EXAMPLE, tmp_path)
     venv = fresh_venv("thirdparty")
-    venv.install("trainbus", "trainbus-trainers-single", "trainbus-lossguard", find_links=[wheels])
+    venv.install("trainbus", "trainbus-lossguard[test]", find_links=[wheels])  # the extra: trainbus-trainers-single
     assert venv.distributions() == {"trainbus": "0.1.0", "trainbus-trainers-single": "0.1.0",
                                     "trainbus-lossguard": "1.0.0"}
     # by name, from the facade module and from the top-level package
@@ -59,7 +62,8 @@ def test_thirdparty_package_beside_trainbus(fresh_venv, tmp_path) -> None:
     assert "trainbus-lossguard 1.0.0  [bundle: -]  [plugin API >=1,<2]" in out
     assert "    trainbus.callbacks.LossGuard" in out and "    trainbus.callbacks.JSONLinesMonitor" in out
     # the package's own tests (trainbus.testing: train_tiny, HookRecorder, check_distribution) pass there
-    r = _run_tests_of(venv, EXAMPLE / "tests", tmp_path)
+    # (from its directory inside this repository: its own pytest configuration, not the repository's)
+    r = _run_tests_in(venv, EXAMPLE)
     assert r.returncode == 0 and " passed" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
     assert "failed" not in r.stdout.splitlines()[-1]
     # a training run that composes it by name from a run file (subprocess in that venv)
@@ -107,10 +111,14 @@ def test_new_plugin_scaffold_installs_and_passes_its_tests(fresh_venv, tmp_path)
     assert bad.returncode == 2 and "lowercase letters, digits and single dashes" in bad.stderr
     wheels = _wheel_of(target, tmp_path / "build")
     venv = fresh_venv("scaffold")
-    venv.install("trainbus", "trainbus-trainers-single", "trainbus-grad-stats", find_links=[wheels])
+    # the core and the package with its `test` extra, nothing named by hand: the extra brings what
+    # its tests need (the trainer of the training test)
+    venv.install("trainbus", "trainbus-grad-stats[test]", find_links=[wheels])
+    assert venv.distributions() == {"trainbus": "0.1.0", "trainbus-grad-stats": "0.1.0",
+                                    "trainbus-trainers-single": "0.1.0"}
     out = venv.run(str(venv.path / "bin" / "trainbus"), "plugins", "--strict").stdout
     assert "trainbus-grad-stats 0.1.0" in out and "trainbus.callbacks.GradStatsMonitor" in out
-    r = _run_tests_of(venv, target / "tests", tmp_path)
+    r = _run_tests_in(venv, target)
     assert r.returncode == 0 and "3 passed" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
 
 
@@ -139,10 +147,10 @@ def test_incompatible_plugin_api_is_reported_with_name_and_versions(tmp_path) ->
     assert lines[0] == "1"
     assert lines[1].startswith("ERR the plugin distribution 'trainbus-future' supports trainbus plugin API >=3,<4, "
                                "but this trainbus implements plugin API 1"), r.stdout + r.stderr
-    # `trainbus plugins` shows it with the same message; --strict makes that an exit status
+    # `trainbus plugins` shows it with the same message; --strict makes that exit status 2
     r = subprocess.run([sys.executable, "-m", "trainbus", "plugins", "--no-load", "--strict"], capture_output=True,
                        text=True, env=env)
-    assert r.returncode == 1
+    assert r.returncode == 2
     block = r.stdout.split("trainbus-future 3.0.0", 1)[1].split("\ntrainbus-", 1)[0]
     assert "[plugin API >=3,<4]" in block
     assert "ERROR PluginAPIVersionError: the plugin distribution 'trainbus-future' supports trainbus plugin API " \

@@ -1,6 +1,7 @@
 """``trainbus new-plugin NAME``: write a plugin distribution to start from.
 
-The result installs with ``pip install -e <dir>`` and passes its own tests: a callback, a
+The result installs with ``pip install -e <dir>`` and, with its ``test`` extra (pytest and the
+trainer its tests use, ``trainbus-trainers-single``), passes its own tests: a callback, a
 monitor, the entry points that make them ``trainbus.callbacks.<Name>``, the plugin API keyword,
 a conformance test (``trainbus.testing.check_distribution``) and a real training test.
 """
@@ -53,7 +54,9 @@ keywords = ["trainbus-plugin", "trainbus-plugin-api=>={api},<{api_next}"]
 dependencies = ["trainbus>=0.1,<0.2"]
 
 [project.optional-dependencies]
-test = ["pytest>=8"]
+# what tests/ needs beyond the dependencies: pytest, and the trainer its training test runs
+# (trainbus.testing.train_tiny uses SimpleTrainer, from trainbus-trainers-single)
+test = ["pytest>=8", "trainbus-trainers-single>=0.1,<0.2"]
 
 # one entry per exported class; the entry-point name is the exact class name
 [project.entry-points."trainbus.callbacks"]
@@ -62,6 +65,10 @@ test = ["pytest>=8"]
 
 [tool.setuptools.packages.find]
 where = ["src"]
+
+# this directory is the tests' root, also when it sits inside another project with its own pytest config
+[tool.pytest.ini_options]
+testpaths = ["tests"]
 '''
 
 _INIT = '''"""{dist}: a trainbus plugin.
@@ -181,7 +188,7 @@ def test_bad_prefix_is_refused_at_construction():
 
 _README = '''# {dist}
 
-A [trainbus](https://pypi.org/project/trainbus/) plugin distribution.
+A trainbus plugin distribution (it needs `trainbus` installed; its tests also need `trainbus-trainers-single`).
 
 | name | kind | what it does |
 | --- | --- | --- |
@@ -191,9 +198,13 @@ A [trainbus](https://pypi.org/project/trainbus/) plugin distribution.
 ## Install and use
 
 ```bash
-pip install -e .            # or: pip install {dist}
+pip install -e .            # in an environment where trainbus is installed
 trainbus plugins            # lists {dist} and its names
 ```
+
+trainbus and its plugin distributions are installed from a trainbus checkout's wheelhouse
+(`tools/build_wheels.sh`, then `pip install --find-links <checkout>/dist "trainbus[standard]"`);
+add `--find-links <checkout>/dist` to the `pip install` commands here if trainbus is not installed yet.
 
 ```python
 import trainbus.callbacks as cbs
@@ -204,8 +215,8 @@ config = TrainConfig(..., callbacks=[cbs.{callback}()], monitors=[cbs.{monitor}(
 ## Test
 
 ```bash
-pip install -e ".[test]"
-pytest tests
+pip install -e ".[test]"    # pytest and trainbus-trainers-single (the trainer of the training test)
+pytest
 ```
 
 `tests/test_{package}.py` trains a tiny model for real with both classes (`trainbus.testing.train_tiny`)
