@@ -118,3 +118,24 @@ def test_missing_plugin_hints_work_as_printed(wheelhouse, fresh_venv, tmp_path) 
     assert plain is not None and plain.group(1) == "pip install trainbus-sessinit", msg
     _follow(other, plain.group(1), checkout, PIP_FIND_LINKS=str(wheelhouse))
     other.py("from trainbus.tfutils.sessinit import SmartInit")
+
+
+def test_every_missing_name_prints_both_install_forms(monkeypatch) -> None:
+    """For each first-party name, the message of its absence names its distribution and bundle
+    in both forms, quoted for the shell (checked in-process with every distribution hidden)."""
+    from trainbus.bus import registry
+    from trainbus.bus.catalogue import BUNDLES, KNOWN_PROVIDERS
+
+    monkeypatch.setattr(registry, "provider", lambda groups, name: None)
+    assert KNOWN_PROVIDERS
+    for group, names in KNOWN_PROVIDERS.items():
+        for name, dist in names.items():
+            with pytest.raises(ModuleNotFoundError) as ei:
+                registry.resolve(group, name)
+            msg = str(ei.value)
+            bundle = next((b for b, members in BUNDLES.items() if dist in members), None)
+            expected = [dist] + ([f"'trainbus[{bundle}]'"] if bundle else [])
+            assert CHECKOUT_CMD.findall(msg) == expected, msg
+            assert f"    pip install {dist} (from a trainbus checkout: tools/build_wheels.sh, then " in msg, msg
+            for req in expected:
+                assert shlex.split(f"pip install --find-links dist {req}")[-1] == req.strip("'")
