@@ -247,6 +247,10 @@ args = { monitor_stat = "val" }
 name = "MinSaver"
 args = { monitor_stat = "val" }
 
+[[callbacks]]
+name = "PeriodicTrigger"
+args = { triggerable = { callback = "MinSaver", args = { monitor_stat = "x" }, state_key = "inner" }, every_k_steps = 1 }
+
 [[monitors]]
 name = "JSONWriter"
 state_key = "json"
@@ -260,8 +264,8 @@ steps_per_epoch = 4
 
 @pytest.mark.parametrize("how", ["load", "train"])
 def test_bad_state_keys_are_reported_with_the_other_mistakes(rundir, how) -> None:
-    """A non-string or blank ``state_key``, two entries given one key, and two stateful
-    callbacks whose default keys are equal: each reported at its line, in the same pass as
+    """A non-string or blank ``state_key``, two entries given one key, two stateful callbacks
+    whose default keys are equal and a key inside an argument: each reported at its line, in the same pass as
     a bad loop option and an unknown key; nothing trains."""
     from trainbus.config_file import train_from_file
 
@@ -286,5 +290,7 @@ def test_bad_state_keys_are_reported_with_the_other_mistakes(rundir, how) -> Non
     assert "'MinSaver(val)'" in msg and f"callbacks[5] (line {second_val - 4})" in msg and "add state_key" in msg
     assert (_line(p, "state_keys"), "monitors[0].state_keys") in got
     assert "did you mean 'state_key'" in got[(_line(p, "state_keys"), "monitors[0].state_keys")]
+    inner = got[(_line(p, 'state_key = "inner"'), "callbacks[7].args.triggerable.state_key")]
+    assert "move it next to name" in inner
     assert (_line(p, "max_epoch"), "train.max_epoch") in got
-    assert len(problems) == 6, "\n".join(pr.format(p.name) for pr in problems)
+    assert len(problems) == 7, "\n".join(pr.format(p.name) for pr in problems)

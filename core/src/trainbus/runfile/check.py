@@ -183,6 +183,12 @@ class _Checker:
             if len(kinds) == 1 and set(v) <= {kinds[0], "args"}:
                 comp = self.component(path, _REF_KINDS[kinds[0]], v, name_key=kinds[0])
                 return comp if comp is not None else None
+            if len(kinds) == 1 and set(v) <= {kinds[0], "args", "state_key"}:
+                self.problem(path + ("state_key",), "state_key belongs to the [[callbacks]] or [[monitors]] entry, "
+                                                    "not to a component inside its arguments (a wrapper such as "
+                                                    "PeriodicTrigger saves the wrapped callback's state under the "
+                                                    "entry's key): move it next to name")
+                return None
             return {k: self.value(path + (k,), x) for k, x in v.items()}
         return v
 
