@@ -42,8 +42,8 @@ from typing import Any, Iterator
 
 from trainbus.utils import logger
 
-__all__ = ["graceful_signals", "TrainingInterrupted", "install_interrupt_excepthook", "newest_checkpoint",
-           "DEFAULT_SIGNALS"]
+__all__ = ["graceful_signals", "TrainingInterrupted", "InterruptedBeforeTraining", "interrupts_before_training",
+           "install_interrupt_excepthook", "newest_checkpoint", "DEFAULT_SIGNALS"]
 
 _SENTINEL = 0  # no signal has number 0: written to the pipe to stop the watcher
 
@@ -149,6 +149,37 @@ class TrainingInterrupted(SystemExit):
             out.flush()
         except Exception:  # noqa: BLE001 - stderr may be closed at exit
             pass
+
+
+class InterruptedBeforeTraining(TrainingInterrupted):
+    """SIGINT, SIGTERM or SIGHUP arrived before the first training step (while the input, the
+    graph, the callbacks or the session were being set up): nothing was trained and no
+    checkpoint was written. Raised at once (there is no step to finish); exit status and the
+    one line on stderr work as for :class:`TrainingInterrupted`, e.g.::
+
+        trainbus: interrupted by SIGINT before training started (while building the graph); nothing was trained, no checkpoint was written
+
+    :ivar during: what was being done (``"building the graph"``, ``"creating the session"``, ...),
+        or None.
+    :ivar checkpoint: the checkpoint the run was going to resume from (it is untouched), or None.
+    """
+
+    def __init__(self, signame: str, signum: int | None = None, during: str | None = None,
+                 checkpoint: str | None = None, checkpoint_step: int | None = None) -> None:
+        super().__init__(signame, None, None, signum, checkpoint=checkpoint, checkpoint_step=checkpoint_step)
+        self.during = during
+
+    @property
+    def message(self) -> str:
+        what = f" (while {self.during})" if self.during else ""
+        note = "nothing was trained, no checkpoint was written"
+        if self.checkpoint and self.checkpoint != UNKNOWN:
+            step = f" (global step {self.checkpoint_step})" if self.checkpoint_step is not None else ""
+            note += f"; the run resumes from {self.checkpoint}{step} when started again"
+        return f"interrupted by {self.signame} before training started{what}; {note}"
+
+    def __reduce__(self) -> Any:
+        return (type(self), (self.signame, self.signum, self.during, self.checkpoint, self.checkpoint_step))
 
 
 def install_interrupt_excepthook() -> None:
@@ -269,16 +300,17 @@ class _Watcher(threading.Thread):
                 pass
 
 
-#: (previous handlers, previous wakeup fd) of the graceful context active in this process
+#: (previous handlers, previous wakeup fd) of the signal contexts active in this process, outermost
+#: first (``interrupts_before_training`` around ``graceful_signals``)
 _ACTIVE: list[tuple[dict[int, Any], int]] = []
 
 
 def _reset_in_child() -> None:
-    """In a child forked during training (a dataflow worker, a subprocess helper): give it
-    back the handlers the process had before training, so SIGTERM terminates it as usual."""
+    """In a child forked during training or its setup (a dataflow worker, a subprocess helper):
+    give it back the handlers the process had before, so SIGTERM terminates it as usual."""
     if not _ACTIVE:
         return
-    previous, old_fd = _ACTIVE[-1]
+    previous, old_fd = _ACTIVE[0]
     _ACTIVE.clear()
     try:
         signal.set_wakeup_fd(old_fd if old_fd is not None else -1)
@@ -353,11 +385,12 @@ def graceful_signals(trainer: Any, signals: tuple = DEFAULT_SIGNALS) -> Iterator
         watcher.start()
     for s in previous:
         signal.signal(s, handler)
-    _ACTIVE.append((previous, old_fd if old_fd is not None else -1))
+    entry = (previous, old_fd if old_fd is not None else -1)
+    _ACTIVE.append(entry)
     try:
         yield
     finally:
-        _ACTIVE.clear()
+        _forget(entry)
         for s, h in previous.items():
             try:
                 signal.signal(s, h)
@@ -374,3 +407,140 @@ def graceful_signals(trainer: Any, signals: tuple = DEFAULT_SIGNALS) -> Iterator
         ckpt, ckpt_step = newest_checkpoint(trainer)
         raise TrainingInterrupted(signal.Signals(signum).name, trainer.epoch_num, trainer.global_step, signum,
                                   checkpoint=ckpt, checkpoint_step=ckpt_step)
+
+
+def _forget(entry: tuple[dict[int, Any], int]) -> None:
+    for i, e in enumerate(_ACTIVE):
+        if e is entry:
+            del _ACTIVE[i]
+            return
+
+
+class _SetupWatcher(_Watcher):
+    """Before training: the first signal is acted on by the Python handler (it raises in the main
+    thread); the watcher only ends the process at once on a second one, also while the main
+    thread is blocked in TensorFlow (e.g. creating the session)."""
+
+    def on_signal(self, signum: int) -> None:
+        with self._lock:
+            self.received.append(signum)
+            second = len(self.received) > 1
+        if second:
+            try:
+                sys.stderr.write(f"trainbus: second signal ({signal.Signals(signum).name}) before training "
+                                 "started; terminating now\n")
+                sys.stderr.flush()
+            except Exception:  # noqa: BLE001 - stderr may be closed
+                pass
+            _die_by(signum)
+
+
+#: what a trainer is doing before its first step, by the name of its method on the stack
+_PHASES = {"setup_graph": "building the graph", "_setup_graph": "building the graph",
+           "setup_callbacks": "setting up the callbacks", "initialize": "creating the session",
+           "initialize_hooks": "creating the session", "_after_session_init": "initializing the session"}
+
+
+def _phase_of(trainer: Any, frame: Any) -> str | None:
+    """What ``trainer`` is doing, from the innermost of its methods on the stack of ``frame``
+    (None when none is there)."""
+    if trainer is None:
+        return None
+    f = frame
+    while f is not None:
+        name = f.f_code.co_name
+        if name in _PHASES and f.f_locals.get("self") is trainer:
+            if name == "initialize" and getattr(trainer, "sess", None) is not None:
+                return "initializing the session"
+            return _PHASES[name]
+        f = f.f_back
+    return None
+
+
+def _step_of(path: str | None) -> int | None:
+    import re
+
+    m = re.search(r"-(\d+)$", path or "")
+    return int(m.group(1)) if m else None
+
+
+class _Setup:
+    """What :func:`interrupts_before_training` reports; the caller updates ``during``."""
+
+    def __init__(self, trainer: Any, checkpoint: str | None) -> None:
+        self.trainer = trainer
+        self.checkpoint = checkpoint
+        self.during: str | None = None
+
+    def describe(self, frame: Any = None) -> str | None:
+        return _phase_of(self.trainer, frame) or self.during
+
+
+@contextlib.contextmanager
+def interrupts_before_training(trainer: Any = None, checkpoint: str | None = None,
+                               signals: tuple = DEFAULT_SIGNALS) -> Iterator[_Setup]:
+    """Within this context (everything before the first training step: making the input,
+    building the graph, setting up the callbacks, creating and initializing the session),
+    SIGINT/SIGTERM/SIGHUP raise :class:`InterruptedBeforeTraining` at once in the main thread,
+    instead of a ``KeyboardInterrupt`` traceback (SIGINT) or an end without a word (SIGTERM,
+    SIGHUP): the script's ``finally`` blocks run, then it ends with one line and status
+    ``128 + signum``. A second signal ends the process at once. ``checkpoint`` is the one the run
+    resumes from, named in the line. ``trainer.train()`` installs :func:`graceful_signals` for the
+    training itself, inside this context. Signals that are ignored stay ignored; a no-op outside
+    the main thread. The yielded object's ``during`` (a few words) says what is being done."""
+    setup = _Setup(trainer, checkpoint)
+    if threading.current_thread() is not threading.main_thread():
+        yield setup
+        return
+    previous: dict[int, Any] = {}
+    for s in signals:
+        h = signal.getsignal(s)
+        if h is signal.SIG_IGN or h is None:
+            continue
+        previous[int(s)] = h
+    if not previous:
+        yield setup
+        return
+    watcher = _SetupWatcher(trainer, tuple(previous), previous)
+    raised: list[int] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if raised:
+            _die_by(signum)  # a second signal while the first one's exception unwinds
+            return
+        raised.append(signum)
+        if trainer is not None and getattr(trainer, "_training_started", False):
+            # training ran and its own handlers were already taken down: report it as usual
+            ckpt, ckpt_step = newest_checkpoint(trainer)
+            raise TrainingInterrupted(name, trainer.epoch_num, trainer.global_step, signum, checkpoint=ckpt,
+                                      checkpoint_step=ckpt_step)
+        raise InterruptedBeforeTraining(name, signum, setup.describe(frame), setup.checkpoint, _step_of(setup.checkpoint))
+
+    try:
+        old_fd = signal.set_wakeup_fd(watcher.wfd, warn_on_full_buffer=False)
+    except (ValueError, OSError):
+        old_fd = None
+    if old_fd is None:
+        watcher.stop()
+    else:
+        watcher.start()
+    entry = (previous, old_fd if old_fd is not None else -1)
+    _ACTIVE.append(entry)
+    for s in previous:
+        signal.signal(s, handler)
+    try:
+        yield setup
+    finally:
+        _forget(entry)
+        for s, h in previous.items():
+            try:
+                signal.signal(s, h)
+            except (TypeError, ValueError, OSError):
+                pass
+        if old_fd is not None:
+            try:
+                signal.set_wakeup_fd(old_fd)
+            except (ValueError, OSError):
+                signal.set_wakeup_fd(-1)
+            watcher.stop()

@@ -30,7 +30,13 @@ def launch_train_with_config(config: Any, trainer: Any) -> None:
 
     The log directory's action (``logger.set_logger_dir(dir, action)``: delete, back up,
     create) is carried out only when training starts, after the graph and the callbacks are
-    checked: a run that fails before leaves the file system as it was."""
+    checked: a run that fails before leaves the file system as it was.
+
+    SIGINT, SIGTERM or SIGHUP before the first step (while the input, the graph, the callbacks
+    or the session are set up) stops at once with
+    :class:`~trainbus.train._signals.InterruptedBeforeTraining` (a ``TrainingInterrupted``:
+    one line on stderr, status ``128 + signum``); during training they stop gracefully after
+    the current step (see ``Trainer.train``)."""
     from trainbus.train.config import TrainConfig
     from trainbus.train.tower import SingleCostTrainer
 
@@ -42,13 +48,20 @@ def launch_train_with_config(config: Any, trainer: Any) -> None:
         raise ValueError("launch_train_with_config: the TrainConfig has no model=")
     if config.data is None and config.dataflow is None:
         raise ValueError("launch_train_with_config: the TrainConfig has neither dataflow= nor data=")
+    from trainbus.train._signals import interrupts_before_training
     from trainbus.utils import logger
 
     model = config.model
+    resume_from = getattr(config.session_init, "checkpoint_path", None)
     try:
-        inp = apply_default_prefetch(config.data if config.data is not None else config.dataflow, trainer)
-        trainer.setup_graph(model.get_input_signature(), inp, model.build_graph, model.get_optimizer)
-        trainer.train_with_config(config)
+        with interrupts_before_training(trainer, checkpoint=resume_from if isinstance(resume_from, str) else None) \
+                as setup:
+            setup.during = "preparing the input"
+            inp = apply_default_prefetch(config.data if config.data is not None else config.dataflow, trainer)
+            setup.during = "building the graph"
+            trainer.setup_graph(model.get_input_signature(), inp, model.build_graph, model.get_optimizer)
+            setup.during = "setting up the callbacks"
+            trainer.train_with_config(config)
     except BaseException:
         _say_logdir_untouched(logger)  # only while the action is still pending (nothing trained)
         raise

@@ -1,0 +1,211 @@
+"""Interrupts before the first training step end like interrupts during training: SIGINT,
+SIGTERM or SIGHUP while ``launch_train_with_config`` (or ``trainbus train RUN.toml``) builds the
+graph, sets up the callbacks or initializes the session ends the process with ONE line on stderr
+(what stopped, that nothing was trained, the checkpoint a resumed run would start from) and the
+status 128+signal; no traceback unless ``TRAINBUS_DEBUG=1``; the script's own ``finally`` runs;
+a second signal ends the process at once even while the main thread is blocked in TensorFlow.
+
+The processes write a file when they start to wait at the chosen place; the tests wait on it
+and on the process end, with deadlines meant for a loaded machine.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from relutil import default_signal_dispositions, wait_for
+
+pytestmark = pytest.mark.timeout(400)
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+SCRIPT = HERE / "rel_setup_script.py"
+START_LIMIT = 240
+STOP_LIMIT = 120
+NOTHING = "nothing was trained, no checkpoint was written"
+
+
+class Run:
+    def __init__(self, root: Path, *args: str, env: dict | None = None, logdir: Path | None = None) -> None:
+        root.mkdir(parents=True, exist_ok=True)
+        self.logdir, self.waiting, self.finally_marker = logdir or root / "log", root / "waiting", root / "finally"
+        cmd = [sys.executable, "-u", str(SCRIPT), "--logdir", str(self.logdir), "--waiting", str(self.waiting),
+               "--finally-marker", str(self.finally_marker), *args]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **(env or {})),
+                                     start_new_session=True, preexec_fn=default_signal_dispositions)
+
+    def wait_waiting(self) -> str:
+        wait_for(self.waiting.exists, START_LIMIT, "the run to start waiting", self.proc)
+        return self.waiting.read_text().strip()
+
+    def finish(self) -> tuple[int, str]:
+        try:
+            _, err = self.proc.communicate(timeout=STOP_LIMIT)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            _, err = self.proc.communicate()
+            raise AssertionError(f"the process did not end within {STOP_LIMIT} s after the signal\n{err[-3000:]}")
+        return self.proc.returncode, err
+
+
+@pytest.fixture()
+def run(tmp_path):
+    started: list[Run] = []
+
+    def start(*args: str, name: str = "run", env: dict | None = None, logdir: Path | None = None) -> Run:
+        r = Run(tmp_path / f"{name}{len(started)}", *args, env=env, logdir=logdir)
+        started.append(r)
+        return r
+
+    yield start
+    for r in started:
+        if r.proc.poll() is None:
+            os.killpg(r.proc.pid, signal.SIGKILL)
+            r.proc.communicate()
+
+
+def _checkpoint_files(d: Path) -> list[tuple[str, int]]:
+    return sorted((p.name, p.stat().st_mtime_ns) for p in d.iterdir() if p.name.startswith(("model-", "checkpoint")))
+
+
+def _last_line(err: str) -> str:
+    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
+    assert lines, "nothing on stderr"
+    return lines[-1]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["INT", "TERM", "HUP"])
+def test_signal_while_the_graph_is_built(run, sig):
+    """A script that catches nothing, signalled inside ``build_graph``: status 128+signal, no
+    traceback, one line saying what stopped and that nothing was trained; its ``finally`` ran;
+    the log directory's pending action (delete) was not carried out."""
+    r = run("--wait", "graph", "--logdir-action", "d")
+    r.logdir.mkdir()
+    (r.logdir / "keep.txt").write_text("earlier run\n")
+    assert r.wait_waiting() == "build_graph"
+    r.proc.send_signal(sig)
+    rc, err = r.finish()
+    assert rc == 128 + int(sig), (rc, err[-3000:])
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
+    assert _last_line(err) == (f"trainbus: interrupted by {signal.Signals(sig).name} before training started "
+                               f"(while building the graph); {NOTHING}")
+    assert r.finally_marker.read_text() == "finally\n"
+    assert sorted(p.name for p in r.logdir.iterdir()) == ["keep.txt"]
+
+
+def test_debug_switch_traceback_then_the_line_while_the_session_is_initialized(run):
+    """``TRAINBUS_DEBUG=1``, SIGINT inside the session initializer: the traceback (through the
+    script's own frame) comes before the same kind of line, which names that phase."""
+    r = run("--wait", "sessinit", env={"TRAINBUS_DEBUG": "1"})
+    assert r.wait_waiting() == "sessinit"
+    r.proc.send_signal(signal.SIGINT)
+    rc, err = r.finish()
+    assert rc == 130, (rc, err[-3000:])
+    assert _last_line(err) == f"trainbus: interrupted by SIGINT before training started (while initializing the " \
+                              f"session); {NOTHING}"
+    tb = err[err.index("Traceback"):]
+    assert "rel_setup_script.py" in tb and "InterruptedBeforeTraining" in tb, tb[-3000:]
+    assert "KeyboardInterrupt" not in err
+    assert r.finally_marker.read_text() == "finally\n"
+
+
+def test_resuming_run_names_the_checkpoint_it_resumes_from(run):
+    """A run that resumes from ``model-4``, signalled while its callbacks are set up: the line
+    names that checkpoint and its step; the checkpoint state of the directory is unchanged."""
+    first = run("--wait", "none", "--epochs", "1")
+    rc, err = first.finish()
+    assert rc == 0, err[-3000:]
+    before = (first.logdir / "checkpoint").read_text()
+    files = _checkpoint_files(first.logdir)
+    assert "model-4.index" in [n for n, _ in files], files
+
+    r = run("--wait", "callback", "--resume", "--epochs", "3", logdir=first.logdir)
+    assert r.wait_waiting() == "callback"
+    r.proc.send_signal(signal.SIGTERM)
+    rc, err = r.finish()
+    assert rc == 143, (rc, err[-3000:])
+    assert "Traceback" not in err, err[-3000:]
+    assert _last_line(err) == (f"trainbus: interrupted by SIGTERM before training started (while setting up the "
+                               f"callbacks); {NOTHING}; the run resumes from {first.logdir.resolve() / 'model-4'} "
+                               f"(global step 4) when started again")
+    assert (first.logdir / "checkpoint").read_text() == before
+    assert _checkpoint_files(first.logdir) == files
+
+
+def test_a_script_that_catches_it_prints_its_own_line_only(run):
+    """The exception is a ``TrainingInterrupted``: a script catching that decides what is printed."""
+    r = run("--wait", "graph", "--catch")
+    r.wait_waiting()
+    r.proc.send_signal(signal.SIGHUP)
+    rc, err = r.finish()
+    assert rc == 3, (rc, err[-3000:])
+    assert _last_line(err) == "script: caught InterruptedBeforeTraining SIGHUP 129"
+    assert "trainbus: interrupted" not in err and "Traceback" not in err, err[-3000:]
+
+
+def test_second_signal_ends_at_once_while_blocked_in_tensorflow(run):
+    """The main thread blocked inside ``Session.run`` cannot run the Python handler: the first
+    signal waits for it, a second one ends the process at once by that signal."""
+    r = run("--wait", "graph-blocked")
+    assert r.wait_waiting() == "graph-blocked"
+    r.proc.send_signal(signal.SIGTERM)
+    r.proc.send_signal(signal.SIGINT)
+    rc, err = r.finish()
+    assert rc in (-signal.SIGINT, -signal.SIGTERM), (rc, err[-3000:])
+    assert "before training started; terminating now" in _last_line(err), err[-3000:]
+    assert not r.finally_marker.exists()
+
+
+_RUN_FILE = """
+[model]
+class = "rel_setup_probe:WaitingNet"
+args = {{ waiting = "{waiting}" }}
+
+[data]
+function = "tinyrun:make_data"
+args = {{ n = 64, batch = 8 }}
+
+[trainer]
+name = "SimpleTrainer"
+
+[[callbacks]]
+name = "ModelSaver"
+
+[train]
+steps_per_epoch = 4
+max_epoch = 3
+logdir = "{logdir}"
+"""
+
+
+def test_trainbus_train_sigint_while_the_graph_is_built(tmp_path):
+    """``trainbus train RUN.toml`` signalled inside the model's ``build_graph``: status 130, the
+    one line, no traceback, nothing written in the log directory."""
+    logdir, waiting = tmp_path / "log", tmp_path / "waiting"
+    run_file = tmp_path / "run.toml"
+    run_file.write_text(_RUN_FILE.format(waiting=waiting, logdir=logdir))
+    (tmp_path / "tinyrun.py").write_text((ROOT / "tests" / "ecosystem" / "runfiles" / "tinyrun.py").read_text())
+    (tmp_path / "rel_setup_probe.py").write_text((HERE / "rel_setup_probe.py").read_text())
+    proc = subprocess.Popen([sys.executable, "-m", "trainbus", "train", str(run_file)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+                            start_new_session=True, cwd=tmp_path, preexec_fn=default_signal_dispositions)
+    try:
+        wait_for(waiting.exists, START_LIMIT, "build_graph to start waiting", proc)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=STOP_LIMIT)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 130, (proc.returncode, err[-3000:])
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
+    assert _last_line(err) == f"trainbus: interrupted by SIGINT before training started (while building the " \
+                              f"graph); {NOTHING}"
+    assert not logdir.exists() or not any(p.name.startswith("model-") for p in logdir.iterdir())
