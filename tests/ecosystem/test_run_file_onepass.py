@@ -249,7 +249,7 @@ args = { monitor_stat = "val" }
 
 [[callbacks]]
 name = "PeriodicTrigger"
-args = { triggerable = { callback = "MinSaver", args = { monitor_stat = "x" }, state_key = "inner" }, every_k_steps = 1 }
+args = { every_k_steps = 1, triggerable = { callback = "MinSaver", state_key = "inner" } }
 
 [[monitors]]
 name = "JSONWriter"

@@ -146,8 +146,9 @@ class _Checker:
                 mod = importlib.import_module(modname)
             except ModuleNotFoundError as e:
                 if e.name is not None and (modname == e.name or modname.startswith(e.name + ".")):
-                    self.problem(path, f"cannot import module {modname!r} ({e}); the module must be importable from the "
-                                       f"run file's directory ({self.base_dir}), the current directory or sys.path")
+                    self.problem(path, f"cannot import module {modname!r} ({e}); the module must be importable "
+                                       f"from the run file's directory ({self.base_dir}), the current directory or "
+                                       "sys.path")
                 else:
                     self.problem(path, f"importing module {modname!r} failed: {e}; install the missing package")
                 return None
@@ -167,11 +168,13 @@ class _Checker:
     def args_of(self, path: Path, table: dict[str, Any], allowed: set[str]) -> dict[str, Any]:
         for key in table:
             if key not in allowed and key != "args":
+                allowed_here = ", ".join(sorted(allowed | {"args"}))
                 self.problem(path + (key,), f"unknown key {key!r}{_close(key, allowed | {'args'})}; allowed here: "
-                                            f"{', '.join(sorted(allowed | {'args'}))} (put arguments in args = {{...}})")
+                                            f"{allowed_here} (put arguments in args = {{...}})")
         args = table.get("args", {})
         if not isinstance(args, dict):
-            self.problem(path + ("args",), f"args must be a table of keyword arguments, e.g. args = {{ x = 1 }}, got {args!r}")
+            self.problem(path + ("args",), "args must be a table of keyword arguments, e.g. args = { x = 1 }, "
+                                           f"got {args!r}")
             return {}
         return {k: self.value(path + ("args", k), v) for k, v in args.items()}
 
@@ -338,7 +341,8 @@ class _Checker:
         for key, lo in (("steps_per_epoch", 1), ("max_epoch", 1), ("starting_epoch", 0)):
             v = train.get(key)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < lo):
-                self.problem(("train", key), f"{key} must be an integer >= {lo}, got {v!r}; write e.g. {key} = {max(lo, 1) * 2}")
+                self.problem(("train", key), f"{key} must be an integer >= {lo}, got {v!r}; write e.g. "
+                                             f"{key} = {max(lo, 1) * 2}")
         for key in ("default_callbacks", "resume"):
             if key in train and not isinstance(train[key], bool):
                 self.problem(("train", key), f"{key} must be true or false, got {train[key]!r}")
@@ -366,7 +370,8 @@ class _Checker:
             elif action is None and os.path.isdir(logdir) and any(not n.startswith(".") for n in os.listdir(logdir)) \
                     and not (sys.stdin and sys.stdin.isatty()):
                 self.problem(("train", "logdir"), f"the log directory {logdir} exists and is not empty; add "
-                                                  "logdir_action = \"k\" (keep and resume), \"d\" (delete), \"b\" (backup) "
+                                                  "logdir_action = \"k\" (keep and resume), \"d\" (delete), "
+                                                  "\"b\" (backup) "
                                                   "or \"n\" (new directory) to [train]")
         return out
 

@@ -90,7 +90,8 @@ class RunPlan:
             rows.append(("extra_callbacks", "(none: default_callbacks = false)", ""))
         if self.monitors is None:
             for i, m in enumerate(monitors or []):
-                rows.append((f"monitors[{i}]", f"{type(m).__name__}()", _provider_of_instance(m) + "; DEFAULT_MONITORS"))
+                rows.append((f"monitors[{i}]", f"{type(m).__name__}()",
+                             _provider_of_instance(m) + "; DEFAULT_MONITORS"))
         else:
             for c in self.monitors:
                 rows.append((c.label, c.describe(), c.provider))
