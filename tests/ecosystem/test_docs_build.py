@@ -31,7 +31,7 @@ def test_strict_build(tmp_path) -> None:
     # the API reference is generated from docstrings
     hookspecs = (site / "api" / "hookspecs" / "index.html").read_text()
     for hook in ("before_run", "after_run", "trigger_epoch", "process_scalar", "default_callbacks"):
-        assert re.search(rf'id="trainbus\.hookspecs\.[A-Za-z_.]*{hook}"', hookspecs), hook
+        assert re.search(rf'id="trainbus\.(bus\.)?hookspecs\.[A-Za-z_.]*{hook}"', hookspecs), hook
     testing = (site / "api" / "testing" / "index.html").read_text()
     assert 'id="trainbus.testing.check_distribution"' in testing
     compose = (site / "api" / "compose" / "index.html").read_text()
