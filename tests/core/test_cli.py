@@ -220,3 +220,14 @@ def test_plugins_reports_broken_distributions_and_strict_is_status_2(tmp_path: p
     assert lines[0] == "trainbus plugins: 1 plugin distribution(s) do not load cleanly: trainbus-brokenimport", \
         r.stderr[-2000:]
     assert "Traceback" not in r.stderr
+
+
+def test_closed_output_pipe_is_no_traceback() -> None:
+    """``trainbus plugins | head -1``: the reader goes away before the listing is written."""
+    for argv in (["plugins"], ["--version"]):
+        p = subprocess.Popen([sys.executable, "-m", "trainbus", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        p.stdout.close()  # nobody reads: every write to stdout fails with EPIPE
+        err = p.stderr.read().decode()
+        p.wait(timeout=120)
+        assert "Traceback" not in err and "BrokenPipeError" not in err, err
+        assert p.returncode == 1, (argv, p.returncode, err)

@@ -118,6 +118,7 @@ class _VersionAction(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, *a: Any, **kw: Any) -> None:
         print(version_text())
+        sys.stdout.flush()
         parser.exit(0)
 
 
@@ -258,10 +259,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status (2 for a mistake, reported on stderr)."""
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return status
+    except BrokenPipeError:
+        # the reader of the output went away (``trainbus plugins | head``): no traceback
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # argparse reports its own errors (status 2)
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:
+        raise
     except CLIError as e:
         if _debug():
             traceback.print_exc()
