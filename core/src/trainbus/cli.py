@@ -126,7 +126,8 @@ def _load_spec(spec: str) -> Any:
     mod, sep, attr = spec.partition(":")
     if not sep or not mod or not attr:
         raise CLIError(f"SPEC must look like module:attr (e.g. mytrain:config), got {spec!r}")
-    sys.path.insert(0, os.getcwd())
+    here = os.getcwd()
+    sys.path.insert(0, here)
     try:
         try:
             obj: Any = importlib.import_module(mod)
@@ -152,7 +153,7 @@ def _load_spec(spec: str) -> Any:
                 raise CLIError(f"{spec}: calling {where}() failed: {type(e).__name__}: {e}",
                                "set TRAINBUS_DEBUG=1 to see the traceback") from e
     finally:
-        sys.path.remove(os.getcwd())
+        sys.path.remove(here)
     return obj
 
 
