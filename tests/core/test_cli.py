@@ -231,3 +231,50 @@ def test_closed_output_pipe_is_no_traceback() -> None:
         p.wait(timeout=120)
         assert "Traceback" not in err and "BrokenPipeError" not in err, err
         assert p.returncode == 1, (argv, p.returncode, err)
+
+
+# Plugin modules that import TensorFlow when imported (``trainbus plugins --load`` then imports
+# it). Each is a place to fix; none may be added. The first four reach TensorFlow through
+# ``from trainbus import plugin_api``, which imports the TensorFlow side of the core
+# (``trainbus.__getattr__`` searches the subpackages before finding the submodule).
+TF_AT_IMPORT = {
+    "trainbus_graph", "trainbus_param", "trainbus_saver", "trainbus_summary",  # via trainbus.__getattr__
+    "trainbus_hooks",  # _hooks.py:7 import tensorflow; CallbackToHook subclasses tf1.train.SessionRunHook
+    "trainbus_inference",  # _runner.py:9 import tensorflow; :13-14 trainbus.input_source, trainbus.tfutils.tower
+    "trainbus_sessinit",  # _restore.py:9 import tensorflow
+    "trainbus_trainers_single",  # __init__.py:7 from trainbus.tfutils.tower import ...
+    "trainbus_trainers_multigpu",  # trainers.py:7 import tensorflow
+    "trainbus_trainers_horovod",  # trainer.py:11 import tensorflow
+    "trainbus_trainers_distributed",  # trainers.py:11 import tensorflow
+}
+
+WHICH_IMPORT_TF = textwrap.dedent("""
+    import importlib, json, sys
+    from importlib_metadata import entry_points
+
+    class NoTensorFlow:
+        def find_spec(self, name, path=None, target=None):
+            if name == "tensorflow" or name.startswith("tensorflow."):
+                raise ImportError("TENSORFLOW-BLOCKED")
+            return None
+
+    sys.meta_path.insert(0, NoTensorFlow())
+    modules = sorted({ep.module for g in ("trainbus.callbacks", "trainbus.train", "trainbus.tfutils.sessinit",
+                                          "trainbus.dataflow", "trainbus.plugins") for ep in entry_points(group=g)})
+    found = {}
+    for m in modules:
+        try:
+            importlib.import_module(m)
+        except ImportError as e:
+            if "TENSORFLOW-BLOCKED" in str(e):
+                found[m.split(".")[0]] = m
+    print(json.dumps(sorted(found)))
+""")
+
+
+def test_no_new_plugin_module_imports_tensorflow_at_import_time() -> None:
+    r = subprocess.run([sys.executable, "-c", WHICH_IMPORT_TF], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    found = set(json.loads(r.stdout.strip().splitlines()[-1]))
+    assert found <= TF_AT_IMPORT, f"these plugin modules now import TensorFlow when imported: {found - TF_AT_IMPORT}"
+    assert "trainbus_steps" not in found and "trainbus_monitor_json" not in found  # the check sees them
