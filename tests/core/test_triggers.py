@@ -95,3 +95,59 @@ def test_enable_callback_if_evaluates_pred_in_before_run_only():
     assert "setup_graph" in rec.hooks() and "after_train" in rec.hooks()
     with pytest.raises(TypeError):
         EnableCallbackIf(rec, "not callable")
+
+
+class _Clock:
+    """A fake ``time.monotonic`` for the trigger module: advanced by hand, far from 0."""
+
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_every_k_seconds_counts_from_before_train_and_triggers_at_exactly_k(monkeypatch):
+    """The first interval starts when training starts (not at clock 0), and a trigger is due
+    once exactly ``every_k_seconds`` passed: one step = 1 s, k = 2 s -> steps 2, 4, 6."""
+    import trainbus.callbacks.trigger as trigger_mod
+
+    clock = _Clock()
+    monkeypatch.setattr(trigger_mod, "time", clock)
+
+    class Tick(Callback):
+        def _trigger_step(self):
+            clock.now += 1.0
+
+    t = Triggered()  # uses only trigger(): PeriodicTrigger itself needs before_train
+    train_tiny([Tick(), PeriodicTrigger(t, every_k_seconds=2)], max_epoch=1, steps_per_epoch=6)
+    assert [gs for _, gs in t.at] == [2, 4, 6]
+
+
+def test_periodic_trigger_forwards_before_train_and_the_epoch_hooks():
+    """The wrapped callback's own before_train, before_epoch and after_epoch run once each."""
+    rec = HookRecorder()
+    train_tiny([PeriodicTrigger(rec, every_k_steps=2)], max_epoch=2, steps_per_epoch=2)
+    hooks = rec.hooks()
+    assert hooks.count("before_train") == 1 and hooks.index("before_train") < hooks.index("before_epoch")
+    assert hooks.count("before_epoch") == 2 and hooks.count("after_epoch") == 2
+
+
+def test_periodic_trigger_is_not_registered_for_the_wrapped_per_epoch_trigger():
+    """The wrapped callback's per-epoch trigger is replaced by the schedule: with a step schedule
+    the wrapper is not called per epoch at all (a hook it does not need costs nothing)."""
+    rec = HookRecorder()
+    assert "trigger_epoch" in rec.hooks_used()
+    assert "trigger_epoch" not in PeriodicTrigger(rec, every_k_steps=2).hooks_used()
+    assert "trigger_epoch" in PeriodicTrigger(rec, every_k_epochs=2).hooks_used()
+
+
+def test_enable_callback_if_gates_the_epoch_hooks_and_trigger():
+    """``before_epoch``, ``after_epoch`` and ``trigger()`` of the wrapped callback run exactly when
+    ``pred`` is true (here: in epoch 2 of 3)."""
+    rec = HookRecorder()
+    gated = EnableCallbackIf(rec, lambda self: self.epoch_num == 2)
+    train_tiny([PeriodicTrigger(gated, every_k_steps=1)], max_epoch=3, steps_per_epoch=2)
+    assert [e[1] for e in rec.events if e[0] == "before_epoch"] == [2]
+    assert [e[1] for e in rec.events if e[0] == "after_epoch"] == [2]
+    assert [e[2] for e in rec.events if e[0] == "trigger"] == [3, 4]
