@@ -190,7 +190,7 @@ print("FINISHED", tr.global_step, good.epochs)
 def test_fresh_venv_with_fake_dists_installed(tmp_path):
     """The fake distributions REALLY installed (copied into a new venv's site-packages, the
     dev environment reachable through a .pth): the ``trainbus plugins`` command reports each
-    broken one by name (exit 0, and 1 with --strict), and a training run there finishes."""
+    broken one by name (exit 0, and 2 with --strict), and a training run there finishes."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
     py = venv / "bin" / "python"
@@ -215,7 +215,7 @@ def test_fresh_venv_with_fake_dists_installed(tmp_path):
         assert f"{dist} 0.1.0" in text, (dist, text)
     assert "deliberately broken" in text and "NoSuchClass" in text and "overrides Callback.trigger_epoch()" in text
     assert "FakeDuplicated" in text and "also provided by trainbus-fake-dup" in text
-    assert "PLUGINS-RC 0" in text and "STRICT-RC 1" in text
+    assert "PLUGINS-RC 0" in text and "STRICT-RC 2" in text
     assert "FINISHED 4 2" in text
     assert "trainbus-fake-raising 0.1.0" in run.stderr and "trainbus-fake-importerror 0.1.0" in run.stderr
     assert (tmp_path / "good.log").read_text().split() == ["before_train", "trigger_epoch", "trigger_epoch", "after_train"]

@@ -27,7 +27,7 @@ _CORE_ALL = ["hookimpl", "hookspec", "StopTraining", "PluginConflictError", "Plu
 
 _LAZY_MODULES = {
     "callbacks", "train", "tfutils", "dataflow", "input_source", "predict", "utils", "models", "testing", "hookspecs",
-    "compose", "config_file", "compat", "graph_builder", "contrib",
+    "compose", "config_file", "compat", "graph_builder", "contrib", "plugin_api",
 }
 _LAZY = {
     "ModelDesc": "trainbus.train", "ModelDescBase": "trainbus.train", "Trainer": "trainbus.train",
