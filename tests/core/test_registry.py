@@ -152,3 +152,102 @@ def test_ambient_plugin_raising_in_hook_does_not_stop_training(tmp_path):
         with pytest.warns(PluginWarning, match="trainbus-raiser 0.2"):
             tr = train_tiny([rec], max_epoch=2)
         assert tr.epoch_num == 2 and rec.hooks().count("trigger_epoch") == 2
+
+
+def test_one_provider_per_distribution_seen_twice_but_two_distributions_with_one_value_conflict(tmp_path):
+    """The same distribution on sys.path twice (an editable install and a symlinked copy) is one
+    provider; two distributions declaring the name, even with the same object path, conflict."""
+    src = {"twice_mod": CB_SRC.format(name="Twice")}
+    one = make_dist(tmp_path / "one", "trainbus-twice", "1.0", {"trainbus.callbacks": {"Twice": "twice_mod:Twice"}}, src)
+    again = make_dist(tmp_path / "again", "trainbus-twice", "1.0", {"trainbus.callbacks": {"Twice": "twice_mod:Twice"}},
+                      src)
+    fork = make_dist(tmp_path / "fork", "trainbus-twice-fork", "1.0",
+                     {"trainbus.callbacks": {"Twice": "twice_mod:Twice"}}, src)
+    with on_path(one), on_path(again):
+        assert len(_registry.index("trainbus.callbacks")["Twice"]) == 2 - 1
+        assert trainbus.callbacks.Twice.__name__ == "Twice"
+        del trainbus.callbacks.__dict__["Twice"]
+    with on_path(one), on_path(fork):
+        with pytest.raises(PluginConflictError) as ei:
+            _registry.resolve("trainbus.callbacks", "Twice")
+        assert "trainbus-twice 1.0" in str(ei.value) and "trainbus-twice-fork 1.0" in str(ei.value)
+    sys.modules.pop("twice_mod", None)
+
+
+def test_clear_cache_forgets_every_cached_lookup():
+    _registry._packages_distributions()
+    _registry._check_api("trainbus-some-plugin", ">=1")
+    _registry.index("trainbus.callbacks")
+    _registry.clear_cache()
+    assert _registry._packages_distributions.cache_info().currsize == 0
+    assert _registry._check_api.cache_info().currsize == 0
+    assert _registry.index.cache_info().currsize == 0
+
+
+@pytest.mark.parametrize("spec, ok", [
+    (">=1", True), (">=2", False), ("<=1", True), ("<=0", False), ("==1", True), ("==2", False), ("1", True),
+    ("2", False), ("!=1", False), ("!=2", True), ("<2", True), ("<1", False), (">0", True), (">1", False),
+    (">=1;<2", True), (">=1;;<2 ;", True), (">=0;<1", False),
+])
+def test_plugin_api_spec_operators(spec, ok):
+    assert _registry.api_supported(spec, 1) is ok
+
+
+@pytest.mark.parametrize("spec", ["~=1", ">=one", "1.5"])
+def test_unreadable_plugin_api_spec_is_an_error(spec):
+    with pytest.raises(ValueError, match="unreadable plugin API spec part"):
+        _registry.api_supported(spec, 1)
+
+
+def test_resolve_looks_in_the_groups_it_is_given(monkeypatch):
+    """``groups`` replaces the module's own group (``trainbus`` resolves the facades' names)."""
+    monkeypatch.setitem(_registry.KNOWN_PROVIDERS["trainbus.callbacks"], "ImaginaryOne", "trainbus-imaginary")
+    with pytest.raises(ModuleNotFoundError, match="trainbus-imaginary"):
+        _registry.resolve("trainbus", "ImaginaryOne", groups=["trainbus.callbacks"])
+    with pytest.raises(AttributeError):
+        _registry.resolve("trainbus", "ImaginaryOne", groups=["trainbus.train"])
+
+
+def test_missing_provider_names_its_bundle_when_it_has_one(monkeypatch):
+    monkeypatch.setitem(_registry.KNOWN_PROVIDERS["trainbus.callbacks"], "ImaginaryTwo", "trainbus-graph")
+    monkeypatch.setitem(_registry.KNOWN_PROVIDERS["trainbus.callbacks"], "ImaginaryThree", "trainbus-imaginary")
+    # pretend trainbus-graph is not installed: nothing provides the names
+    with pytest.raises(ModuleNotFoundError) as ei:
+        _registry.resolve("trainbus.callbacks", "ImaginaryTwo")
+    assert "pip install trainbus-graph" in str(ei.value) and "pip install 'trainbus[standard]'" in str(ei.value)
+    with pytest.raises(ModuleNotFoundError) as ei:
+        _registry.resolve("trainbus.callbacks", "ImaginaryThree")
+    assert "pip install trainbus-imaginary" in str(ei.value)
+    assert "bundle" not in str(ei.value) and "trainbus[" not in str(ei.value)
+
+
+def test_out_of_scope_name_is_an_import_error_saying_why():
+    with pytest.raises(ImportError) as ei:
+        from trainbus.train import BytePSTrainer  # noqa: F401
+    assert type(ei.value) is ImportError
+    assert "trainbus.train.BytePSTrainer is not provided by trainbus: BytePS is not maintained" in str(ei.value)
+
+
+def test_distribution_of_names_the_installed_distribution_of_a_module():
+    from importlib_metadata import version
+
+    assert _registry.distribution_of("numpy.linalg.linalg") == f"numpy {version('numpy')}"
+    assert _registry.distribution_of("numpy") == f"numpy {version('numpy')}"
+    for module in ("trainbus.callbacks", "trainbus", "", None, "no_such_top_level_module_anywhere.x"):
+        assert _registry.distribution_of(module) is None, module
+
+
+def test_module_getattr_all_lists_core_then_plugin_names_and_dunders_read_no_metadata(monkeypatch):
+    ns: dict = {}
+    getattr_, _ = _registry.make_module_getattr("fake.facade", ("trainbus.callbacks",), ns, core_all=["Zeta", "Alpha"])
+    plugins = _registry.installed_names(("trainbus.callbacks",))
+    assert getattr_("__all__") == list(dict.fromkeys(["Zeta", "Alpha", *plugins]))
+    plain, _ = _registry.make_module_getattr("fake.plain", ("trainbus.callbacks",), {})
+    with pytest.raises(AttributeError):
+        plain("__all__")
+    looked: list = []
+    monkeypatch.setattr(_registry, "index", lambda group: looked.append(group) or {})
+    for dunder in ("__path__", "__wrapped__", "__all__"):
+        with pytest.raises(AttributeError, match=f"module 'fake.plain' has no attribute '{dunder}'"):
+            plain(dunder)
+    assert looked == []
