@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 import trainbus.callbacks as C
-from trainbus.testing import train_tiny
+from trainbus.testing import RecordingMonitor, train_tiny
 from trainbus.utils import logger
 from trainbus_param import _setters
+from trainbus_param._params import HyperParam
 from trainbus_param._setters import HumanHyperParamSetter, HyperParamSetter
 
 
@@ -114,3 +115,136 @@ def test_human_setter_without_a_log_directory_fails_at_setup_naming_the_file():
     setter = HumanHyperParamSetter("learning_rate", file_name="lr.txt")
     with pytest.raises(RuntimeError, match="reads lr.txt in the log directory, but none is set"):
         train_tiny([setter], max_epoch=1, steps_per_epoch=1)
+
+
+class _LR(C.Callback):
+    """The learning rate in effect in each epoch (read in before_epoch)."""
+
+    def __init__(self) -> None:
+        self.values: dict[int, float] = {}
+
+    def _setup_graph(self):
+        self.var = self.get_tensors_maybe_in_tower(["learning_rate"])[0]
+
+    def _before_epoch(self):
+        self.values[self.epoch_num] = float(self.trainer.sess.run(self.var))
+
+
+def test_human_setter_file_format_and_messages(logdir, tb_log):
+    """Blank and comment lines are skipped without a word, a line without a name is reported and
+    skipped, the announcement names the file and the param."""
+    f = logdir / "hyper.txt"
+    f.write_text("\n# tuned by hand\n   \n#learning_rate:9\n:0.5\nlearning_rate:0.03125\n")
+    lr = _LR()
+    train_tiny([HumanHyperParamSetter("learning_rate"), lr], max_epoch=2, steps_per_epoch=1)
+    assert lr.values[1] == 0.03125
+    said = [(r.levelname, r.getMessage()) for r in tb_log]
+    assert ("INFO", f"Use {f} to set hyperparam 'learning_rate'.") in said
+    warned = [m for lvl, m in said if lvl == "WARNING" and "HumanHyperParamSetter" in m]
+    assert warned and all(m.startswith(f"HumanHyperParamSetter: ignoring malformed line 5 of {f}: ':0.5'")
+                          for m in warned), warned
+
+
+def test_human_setter_unreadable_file_is_a_warning_and_leaves_the_param(logdir, tb_log):
+    f = logdir / "hyper.txt"
+    f.write_bytes(b"learning_rate:\xff\xfe0.5\n")
+    lr = _LR()
+    train_tiny([HumanHyperParamSetter("learning_rate"), lr], max_epoch=2, steps_per_epoch=1)
+    assert lr.values == pytest.approx({1: 0.1, 2: 0.1}, rel=1e-6)
+    assert any(r.levelname == "WARNING" and r.getMessage().startswith(f"HumanHyperParamSetter: cannot read {f}: ")
+               for r in tb_log)
+
+
+def test_schedule_is_applied_when_training_starts_past_a_point_by_default(tb_log):
+    """Resumed at epoch 3 with a point at epoch 1: the default ``set_at_beginning`` sets it, and
+    the change is logged like any other."""
+    lr = _LR()
+    train_tiny([_setters.ScheduledHyperParamSetter("learning_rate", [(1, 0.05)]), lr], max_epoch=3,
+               steps_per_epoch=1, starting_epoch=3)
+    assert lr.values == pytest.approx({3: 0.05}, rel=1e-6)
+    assert "[HyperParamSetter] At global_step=0, learning_rate is set to 0.05" in [r.getMessage() for r in tb_log]
+
+
+def test_resumed_between_two_points_expects_the_interpolated_value(tb_log):
+    """Linear schedule 0.5 at epoch 0 to 0.1 at epoch 4, resumed at epoch 3 (point 2): 0.3 is set
+    before training and agrees with what the schedule expects there (no warning)."""
+    lr = _LR()
+    train_tiny([_setters.ScheduledHyperParamSetter("learning_rate", [(0, 0.5), (4, 0.1)], interp="linear"), lr],
+               max_epoch=3, steps_per_epoch=1, starting_epoch=3)
+    assert lr.values == pytest.approx({3: 0.3}, rel=1e-6)
+    said = [r.getMessage() for r in tb_log]
+    assert "[HyperParamSetter] At global_step=0, learning_rate is set to 0.3" in said
+    assert not [m for m in said if "by the schedule" in m], said
+
+
+class _Box(HyperParam):
+    """A param held in Python; starts as a value no number can be compared with."""
+
+    _readable_name = "gain"
+
+    def __init__(self, value):
+        self.value = value
+        self.set_calls: list = []
+
+    def get_value(self):
+        return self.value
+
+    def set_value(self, v):
+        self.set_calls.append(v)
+        self.value = v
+
+
+def test_a_param_value_that_is_not_a_number_differs_from_the_schedule(tb_log):
+    box = _Box("not set yet")
+    train_tiny([_setters.ScheduledHyperParamSetter(box, [(1, 0.05)])], max_epoch=3, steps_per_epoch=1,
+               starting_epoch=3)
+    assert box.set_calls == [0.05]
+    assert any("should be 0.05 at the current point (epoch 2), but its current value is 'not set yet'" in r.getMessage()
+               for r in tb_log)
+
+
+def test_step_schedule_assigns_and_reports_only_changes():
+    """Step-based and linear between two equal values: the value is set once before training,
+    not again at every step (each set is an assign and a monitor record)."""
+    box = _Box(0.0)
+    mon = RecordingMonitor()
+    train_tiny([_setters.ScheduledHyperParamSetter(box, [(0, 0.5), (6, 0.5)], interp="linear", step_based=True)],
+               monitors=[mon], max_epoch=1, steps_per_epoch=5)
+    assert box.set_calls == [0.5]
+    assert [v for name, v, _ in mon.scalars if name == "gain"] == [0.5]
+
+
+def test_stat_monitor_setter_does_not_look_for_its_statistic_before_training(tb_log):
+    """It acts on statistics of finished epochs: nothing is looked up (nor warned about) in
+    before_train; with last_k=1 every new value is a full history."""
+
+    class PutStat(C.Callback):
+        def _trigger(self):
+            self.trainer.monitors.put_scalar("val-error", 1.0)
+
+    box = _Box(1.0)
+    setter = _setters.StatMonitorParamSetter(box, "val-error", lambda v: v / 2, threshold=0, last_k=1)
+    train_tiny([PutStat(), setter], max_epoch=2, steps_per_epoch=1)
+    assert box.set_calls == [0.5, 0.25]
+    assert not [r for r in tb_log if "No history data" in r.getMessage()]
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"stat_name": ""}, TypeError, "stat_name must be a statistic's name"),
+    ({"stat_name": 3}, TypeError, "stat_name must be a statistic's name"),
+    ({"value_func": 0.5}, TypeError, "value_func must be callable"),
+    ({"threshold": True}, TypeError, "threshold must be a number"),
+    ({"threshold": "0"}, TypeError, "threshold must be a number"),
+    ({"last_k": 0}, ValueError, "last_k must be a positive integer"),
+])
+def test_stat_monitor_setter_argument_checks(kwargs, error, match):
+    args = dict(param="learning_rate", stat_name="val-error", value_func=lambda v: v, threshold=0.0, last_k=1)
+    args.update(kwargs)
+    with pytest.raises(error, match=match):
+        _setters.StatMonitorParamSetter(**args)
+
+
+@pytest.mark.parametrize("schedule", [5, None, 0.5])
+def test_a_schedule_that_is_not_a_list_is_a_type_error(schedule):
+    with pytest.raises(TypeError, match="schedule must be a list of \\(point, value\\) pairs"):
+        _setters.ScheduledHyperParamSetter("learning_rate", schedule)
