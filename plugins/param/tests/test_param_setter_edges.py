@@ -248,3 +248,21 @@ def test_stat_monitor_setter_argument_checks(kwargs, error, match):
 def test_a_schedule_that_is_not_a_list_is_a_type_error(schedule):
     with pytest.raises(TypeError, match="schedule must be a list of \\(point, value\\) pairs"):
         _setters.ScheduledHyperParamSetter("learning_rate", schedule)
+
+
+def test_setters_run_on_every_worker_not_only_the_chief():
+    """Each worker holds its own copy of the param (e.g. the learning rate of its replica): a
+    setter is not a chief-only callback, so a non-chief trainer sets it too."""
+    from trainbus.train import SimpleTrainer
+
+    class NotChief(SimpleTrainer):
+        is_chief = False
+
+    class EveryWorkerLR(_LR):
+        _chief_only = False
+
+    lr = EveryWorkerLR()
+    setter = _setters.ScheduledHyperParamSetter("learning_rate", [(0, 0.25)])
+    train_tiny([setter, lr], max_epoch=1, steps_per_epoch=1, trainer=NotChief())
+    assert setter.chief_only is False
+    assert lr.values == pytest.approx({1: 0.25})
