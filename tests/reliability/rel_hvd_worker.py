@@ -4,7 +4,8 @@
 Scenarios:
 
 * ``stop``: trains "forever" (5 steps per epoch, up to 1000 epochs, ModelSaver on the chief);
-  the test signals one rank (or horovodrun) once both ranks wrote ``OUT/ready_rank{r}``.
+  the test signals one rank (or horovodrun) once both ranks wrote ``OUT/ready_rank{r}`` (after
+  their first step) or ``OUT/epoch2_rank{r}`` (after the first step of epoch 2).
 * ``hook-stop``: rank 1 alone calls ``run_context.request_stop()`` in step 7; every rank
   must stop after the same step and exit 0.
 * ``resume``: ``AutoResumeTrainConfig`` in ``OUT/log`` (the log directory of rank 0 ONLY),
@@ -69,6 +70,8 @@ class Record(Callback):
     def _trigger_step(self):
         if self.local_step == 0 and self.epoch_num == self.trainer.starting_epoch:
             atomic_write_text(os.path.join(OUT, f"ready_rank{RANK}"), str(os.getpid()))
+        if SCENARIO == "stop" and self.epoch_num == 2 and self.local_step == 0:
+            atomic_write_text(os.path.join(OUT, f"epoch2_rank{RANK}"), str(self.global_step))
         time.sleep(0.01)  # a slow step, so that the job is still training when the test signals
 
     def _after_train(self):

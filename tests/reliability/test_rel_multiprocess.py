@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -136,12 +137,11 @@ def _hvd_stopped(out: Path, rc: int, log: str, took: float, signame: str, signal
     return e0, e1
 
 
-@pytest.mark.parametrize("rank,sig", [(1, signal.SIGTERM), (0, signal.SIGINT)])
-def test_horovod_signal_to_one_rank_stops_every_rank(tmp_path, rank, sig):
-    out = tmp_path / "hvd"
+def _stop_hvd_job(out: Path, rank: int, sig: int, after: str) -> tuple[int, str, float]:
+    """Start a ``stop`` job, signal ``rank`` once both ranks wrote ``after`` files, wait for the end."""
     job = HvdJob(out, "stop")
     try:
-        _wait_files([out / "ready_rank0", out / "ready_rank1"], START_LIMIT, [job.proc])
+        _wait_files([out / f"{after}_rank0", out / f"{after}_rank1"], START_LIMIT, [job.proc])
         os.kill(job.rank_pid(rank), sig)
         t0 = time.monotonic()
         rc, log = job.wait(STOP_LIMIT + 10)
@@ -149,6 +149,25 @@ def test_horovod_signal_to_one_rank_stops_every_rank(tmp_path, rank, sig):
     finally:
         if job.proc.poll() is None:
             os.killpg(job.proc.pid, signal.SIGKILL)
+    return rc, log, took
+
+
+@pytest.fixture(scope="module")
+def hvd_stopped_in_epoch2(tmp_path_factory):
+    """One ``stop`` job, SIGTERM to rank 1 once both ranks are in epoch 2: checked by the signal
+    test, and resumed (from a copy) by the resume test, so that the job runs once for both."""
+    out = tmp_path_factory.mktemp("hvd-epoch2") / "hvd"
+    rc, log, took = _stop_hvd_job(out, 1, signal.SIGTERM, "epoch2")
+    return out, rc, log, took
+
+
+@pytest.mark.parametrize("rank,sig", [(1, signal.SIGTERM), (0, signal.SIGINT)])
+def test_horovod_signal_to_one_rank_stops_every_rank(tmp_path, request, rank, sig):
+    if rank == 1:  # signalled in epoch 2 (the job the resume test continues)
+        out, rc, log, took = request.getfixturevalue("hvd_stopped_in_epoch2")
+    else:  # signalled after the first step
+        out = tmp_path / "hvd"
+        rc, log, took = _stop_hvd_job(out, rank, sig, "ready")
     _hvd_stopped(out, rc, log, took, signal.Signals(sig).name, f"rank {rank}")
     assert f"[{1 - rank}]<stderr>:trainbus: training interrupted by {signal.Signals(sig).name} received by rank {rank}" in log
 
@@ -185,21 +204,15 @@ def test_horovod_request_stop_on_one_rank_stops_every_rank_after_the_same_step(t
     _assert_nothing_left(str(out))
 
 
-def test_horovod_resume_when_only_the_chief_has_a_log_dir(tmp_path):
-    out = tmp_path / "resume"
-    job = HvdJob(out, "stop")
-    try:
-        _wait_files([out / "ready_rank0", out / "ready_rank1"], START_LIMIT, [job.proc])
-        time.sleep(0.5)
-        os.kill(job.rank_pid(1), signal.SIGTERM)
-        rc, log = job.wait(STOP_LIMIT + 10)
-    finally:
-        if job.proc.poll() is None:
-            os.killpg(job.proc.pid, signal.SIGKILL)
+def test_horovod_resume_when_only_the_chief_has_a_log_dir(tmp_path, hvd_stopped_in_epoch2):
+    stopped_dir, rc, _, _ = hvd_stopped_in_epoch2
     assert rc != 0
+    out = tmp_path / "resume"
+    shutil.copytree(stopped_dir, out)  # the checkpoint state file names its checkpoints relatively
     stopped = _read(out / "end_rank0.json")
     step = stopped["global_step"]
     epoch = step // 5 + 1  # the epoch after the last one the checkpoint completed
+    assert epoch >= 2  # stopped in epoch 2 or later: rank 1 alone would start at epoch 1
     for f in out.glob("*_rank*"):
         f.unlink()
     rc, log = HvdJob(out, "resume", REL_MAX_EPOCH=str(epoch + 1)).wait(START_LIMIT + 60)
