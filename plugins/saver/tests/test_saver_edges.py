@@ -115,3 +115,22 @@ def test_unwritable_checkpoint_dir_is_reported_before_training(tmp_path, monkeyp
     with pytest.raises(OSError, match=f"ModelSaver: cannot write checkpoints to {d}: Permission denied"):
         train_tiny([C.ModelSaver(checkpoint_dir=str(d)), Count()], max_epoch=1, steps_per_epoch=2)
     assert steps == [] and list(d.iterdir()) == []
+
+
+def test_a_variable_in_several_collections_is_saved_once(logdir):
+    import tensorflow as tf
+
+    train_tiny([C.ModelSaver(var_collections=["variables", "trainable_variables"])], max_epoch=1, steps_per_epoch=2)
+    names = tf.train.list_variables(str(logdir / "model-2"))
+    assert sorted(n for n, _ in names if n in ("W", "b")) == ["W", "b"]
+
+
+def test_collections_without_variables_are_an_error(logdir):
+    with pytest.raises(ValueError, match=r"the collections \['no_such_collection'\] hold no variables"):
+        train_tiny([C.ModelSaver(var_collections="no_such_collection")], max_epoch=1, steps_per_epoch=1)
+
+
+def test_no_preserved_checkpoints_saves_too(logdir):
+    """``keep_checkpoint_every_n_hours=None``: nothing is kept beyond ``max_to_keep``."""
+    train_tiny([C.ModelSaver(max_to_keep=2, keep_checkpoint_every_n_hours=None)], max_epoch=3, steps_per_epoch=1)
+    assert sorted(p.name for p in logdir.glob("model-*.index")) == ["model-2.index", "model-3.index"]
