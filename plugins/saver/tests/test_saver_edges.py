@@ -134,3 +134,16 @@ def test_no_preserved_checkpoints_saves_too(logdir):
     """``keep_checkpoint_every_n_hours=None``: nothing is kept beyond ``max_to_keep``."""
     train_tiny([C.ModelSaver(max_to_keep=2, keep_checkpoint_every_n_hours=None)], max_epoch=3, steps_per_epoch=1)
     assert sorted(p.name for p in logdir.glob("model-*.index")) == ["model-2.index", "model-3.index"]
+
+
+def test_resuming_from_the_newest_checkpoint_is_not_warned_about(logdir, tb_log):
+    """A run restored at global step 2 from ``model-2`` in the same directory: that checkpoint is
+    not "from a later global step" (only later ones are)."""
+    from trainbus.tfutils.sessinit import SaverRestore
+
+    train_tiny([C.ModelSaver()], max_epoch=1, steps_per_epoch=2)
+    tb_log.clear()
+    train_tiny([C.ModelSaver()], max_epoch=2, steps_per_epoch=2, starting_epoch=2,
+               session_init=SaverRestore(str(logdir / "model-2")))
+    assert (logdir / "model-4.index").is_file()
+    assert not [r for r in tb_log if "later global steps" in r.getMessage()], [r.getMessage() for r in tb_log]
