@@ -46,6 +46,9 @@ def test_every_checkpoint_file_is_fsynced_before_the_state_file_names_it(logdir,
         named = next(i for i in state_writes if i > max(synced.get(f, -1) for f in files))
         for f in files:
             assert f in synced and synced[f] < named, (f, events)
+        # and the directory (the new names in it) before the state file is written
+        last_file = max(synced[f] for f in files)
+        assert ("fsync", str(logdir)) in events[last_file:named], events
 
 
 def test_fsync_of_a_file_leaves_no_descriptor_open(tmp_path):
@@ -147,3 +150,36 @@ def test_resuming_from_the_newest_checkpoint_is_not_warned_about(logdir, tb_log)
                session_init=SaverRestore(str(logdir / "model-2")))
     assert (logdir / "model-4.index").is_file()
     assert not [r for r in tb_log if "later global steps" in r.getMessage()], [r.getMessage() for r in tb_log]
+
+
+def _saved_messages(tb_log) -> list[str]:
+    return [r.getMessage() for r in tb_log if r.getMessage().startswith("Model saved to ")]
+
+
+def test_after_train_does_not_save_a_step_that_is_saved_and_writes_no_meta_per_checkpoint(logdir, tb_log):
+    train_tiny([C.ModelSaver()], max_epoch=2, steps_per_epoch=2)
+    assert _saved_messages(tb_log) == [f"Model saved to {logdir / 'model-2'}.", f"Model saved to {logdir / 'model-4'}."]
+    assert not list(logdir.glob("model-*.meta"))
+
+
+class _Raise(C.Callback):
+    def __init__(self, exc):
+        self.exc = exc
+
+    def _trigger_step(self):
+        if self.global_step == 3:
+            raise self.exc
+
+
+def test_a_failed_training_writes_no_final_checkpoint_and_says_so(logdir, tb_log):
+    with pytest.raises(RuntimeError, match="boom"):
+        train_tiny([C.ModelSaver(), _Raise(RuntimeError("boom"))], max_epoch=3, steps_per_epoch=2)
+    assert not (logdir / "model-3.index").exists()
+    assert "ModelSaver: training failed (RuntimeError); no final checkpoint is written." in \
+        [r.getMessage() for r in tb_log]
+
+
+def test_keyboard_interrupt_from_a_callback_still_writes_the_final_checkpoint(logdir):
+    with pytest.raises(KeyboardInterrupt):
+        train_tiny([C.ModelSaver(), _Raise(KeyboardInterrupt())], max_epoch=3, steps_per_epoch=2)
+    assert (logdir / "model-3.index").is_file()
