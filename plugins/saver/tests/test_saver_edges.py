@@ -183,3 +183,18 @@ def test_keyboard_interrupt_from_a_callback_still_writes_the_final_checkpoint(lo
     with pytest.raises(KeyboardInterrupt):
         train_tiny([C.ModelSaver(), _Raise(KeyboardInterrupt())], max_epoch=3, steps_per_epoch=2)
     assert (logdir / "model-3.index").is_file()
+
+
+def test_keep_checkpoint_every_n_hours_keeps_the_first_one_older_than_an_hour(logdir, monkeypatch):
+    """max_to_keep=1, one hour: a checkpoint saved half a second after the first hour passed is
+    kept on disk when rotated out; the one before it is not (a fake clock, one step per 3600.5 s)."""
+    clock = {"now": 1_000_000.0}
+    monkeypatch.setattr(saver_mod, "time", type("FakeTime", (), {"time": staticmethod(lambda: clock["now"])}))
+
+    class Tick(C.Callback):
+        def _trigger_step(self):
+            clock["now"] = 1_000_000.0 + 3600.5 * (self.global_step - 1)
+
+    train_tiny([Tick(), C.ModelSaver(max_to_keep=1, keep_checkpoint_every_n_hours=1)], max_epoch=3,
+               steps_per_epoch=1)
+    assert sorted(p.name for p in logdir.glob("model-*.index")) == ["model-2.index", "model-3.index"]
