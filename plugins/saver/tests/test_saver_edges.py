@@ -198,3 +198,15 @@ def test_keep_checkpoint_every_n_hours_keeps_the_first_one_older_than_an_hour(lo
     train_tiny([Tick(), C.ModelSaver(max_to_keep=1, keep_checkpoint_every_n_hours=1)], max_epoch=3,
                steps_per_epoch=1)
     assert sorted(p.name for p in logdir.glob("model-*.index")) == ["model-2.index", "model-3.index"]
+
+
+def test_a_graph_file_that_cannot_be_written_is_a_warning_only(logdir, tb_log, monkeypatch):
+    def fail(path, data, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(saver_mod, "atomic_write_bytes", fail)
+    train_tiny([C.ModelSaver()], max_epoch=1, steps_per_epoch=2)
+    assert (logdir / "model-2.index").is_file() and not list(logdir.glob("graph-*.meta"))
+    assert any(r.levelname == "WARNING" and r.getMessage().startswith(
+        "ModelSaver: could not write the graph's meta file: OSError: [Errno 28] No space left on device")
+        for r in tb_log), [r.getMessage() for r in tb_log]
