@@ -210,3 +210,35 @@ def test_a_graph_file_that_cannot_be_written_is_a_warning_only(logdir, tb_log, m
     assert any(r.levelname == "WARNING" and r.getMessage().startswith(
         "ModelSaver: could not write the graph's meta file: OSError: [Errno 28] No space left on device")
         for r in tb_log), [r.getMessage() for r in tb_log]
+
+
+def test_no_checkpoint_when_training_never_started(logdir):
+    """An earlier callback's before_train fails: every after_train still runs, but the saver,
+    whose own before_train never ran, writes nothing."""
+
+    class Fails(C.Callback):
+        def _before_train(self):
+            raise RuntimeError("setup went wrong")
+
+    with pytest.raises(RuntimeError, match="setup went wrong"):
+        train_tiny([Fails(), C.ModelSaver()], max_epoch=1, steps_per_epoch=2)
+    assert not list(logdir.glob("model-*"))
+
+
+def test_a_failed_save_removes_its_partial_files_and_keeps_the_previous_checkpoint_listed(logdir, tb_log,
+                                                                                          monkeypatch):
+    real = saver_mod.write_callback_states
+
+    def flaky(path, states, *args, **kwargs):
+        if path.endswith("model-4"):
+            raise OSError(28, "No space left on device")
+        return real(path, states, *args, **kwargs)
+
+    monkeypatch.setattr(saver_mod, "write_callback_states", flaky)
+    train_tiny([C.ModelSaver()], max_epoch=2, steps_per_epoch=2)
+    assert not list(logdir.glob("model-4*"))
+    assert (logdir / "model-2.index").is_file()
+    import tensorflow as tf
+
+    assert tf.compat.v1.train.get_checkpoint_state(str(logdir)).model_checkpoint_path.endswith("model-2")
+    assert any(r.levelname == "ERROR" and "saving the checkpoint at global_step 4" in r.getMessage() for r in tb_log)
