@@ -390,23 +390,28 @@ def graceful_signals(trainer: Any, signals: tuple = DEFAULT_SIGNALS) -> Iterator
     try:
         yield
     finally:
-        _forget(entry)
-        for s, h in previous.items():
-            try:
-                signal.signal(s, h)
-            except (TypeError, ValueError, OSError):
-                pass
-        if old_fd is not None:
-            try:
-                signal.set_wakeup_fd(old_fd)
-            except (ValueError, OSError):
-                signal.set_wakeup_fd(-1)
-            watcher.stop()
+        _restore(entry, previous, old_fd, watcher)
     if watcher.received or handled:
         signum = (watcher.received or handled)[0]
         ckpt, ckpt_step = newest_checkpoint(trainer)
         raise TrainingInterrupted(signal.Signals(signum).name, trainer.epoch_num, trainer.global_step, signum,
                                   checkpoint=ckpt, checkpoint_step=ckpt_step)
+
+
+def _restore(entry: Any, previous: dict, old_fd: int | None, watcher: Any) -> None:
+    """Undo what a signal-handling block installed: its handlers, its wakeup fd, its watcher."""
+    _forget(entry)
+    for s, h in previous.items():
+        try:
+            signal.signal(s, h)
+        except (TypeError, ValueError, OSError):
+            pass
+    if old_fd is not None:
+        try:
+            signal.set_wakeup_fd(old_fd)
+        except (ValueError, OSError):
+            signal.set_wakeup_fd(-1)
+        watcher.stop()
 
 
 def _forget(entry: tuple[dict[int, Any], int]) -> None:
@@ -532,15 +537,4 @@ def interrupts_before_training(trainer: Any = None, checkpoint: str | None = Non
     try:
         yield setup
     finally:
-        _forget(entry)
-        for s, h in previous.items():
-            try:
-                signal.signal(s, h)
-            except (TypeError, ValueError, OSError):
-                pass
-        if old_fd is not None:
-            try:
-                signal.set_wakeup_fd(old_fd)
-            except (ValueError, OSError):
-                signal.set_wakeup_fd(-1)
-            watcher.stop()
+        _restore(entry, previous, old_fd, watcher)
