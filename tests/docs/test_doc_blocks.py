@@ -38,8 +38,6 @@ RUN_FILE_TABLES = {"model", "data", "trainer", "callbacks", "monitors", "session
 # Blocks of pages this module's authors may not edit, known to fail, with the fix they need.
 # The xfail is strict: once the page is fixed, the test passes and this entry must go.
 KNOWN_BROKEN: dict[str, str] = {
-    "README.md": "the python block at line 83 uses MyModel, train_df and val_df, which it does not define; "
-                 "build them from trainbus.testing (TinyModel, tiny_dataflow) and shorten the run",
 }
 
 
