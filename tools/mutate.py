@@ -26,7 +26,7 @@ Usage (see ``tools/mutate.sh``, which lists the default targets)::
 
     TARGET = PATH[:NAME[,NAME...]]=TESTS[,TESTS...][#KEYWORD]
 
-e.g. ``core/src/trainbus/train/_fastrun.py=tests/core/test_hot_path.py``; ``#KEYWORD`` is passed
+e.g. ``core/src/trainbus/session/fastrun.py=tests/core/test_hot_path.py``; ``#KEYWORD`` is passed
 to pytest as ``-k KEYWORD``.
 Exit status: 0 if no mutant survived, 1 if some did, 2 on a usage error or failing baseline.
 """

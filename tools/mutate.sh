@@ -15,7 +15,7 @@ PY=${PYTHON:-.venv/bin/python}
 declare -A TARGETS=(
   [triggers]="core/src/trainbus/callbacks/trigger.py=tests/core/test_triggers.py"
   [registry]="core/src/trainbus/bus/registry.py=tests/core/test_registry.py"
-  [fastrun]="core/src/trainbus/train/_fastrun.py=tests/core/test_hot_path.py"
+  [fastrun]="core/src/trainbus/session/fastrun.py=tests/core/test_hot_path.py"
   [param]="plugins/param/src/trainbus_param/_setters.py=plugins/param/tests"
   [saver]="plugins/saver/src/trainbus_saver/_saver.py=plugins/saver/tests"
   [earlystopping]="plugins/misc/src/trainbus_misc/_misc.py:EarlyStopping=plugins/misc/tests#early_stopping"
