@@ -151,3 +151,26 @@ def test_enable_callback_if_gates_the_epoch_hooks_and_trigger():
     assert [e[1] for e in rec.events if e[0] == "before_epoch"] == [2]
     assert [e[1] for e in rec.events if e[0] == "after_epoch"] == [2]
     assert [e[2] for e in rec.events if e[0] == "trigger"] == [3, 4]
+
+
+def test_enable_callback_if_runs_a_wrapped_after_run_without_before_run():
+    """A wrapped callback that overrides only ``_after_run`` gets it on the steps where ``pred``
+    (evaluated before the step) is true: here before global steps 1 and 3, so after_run sees
+    the step counter 2 and 4."""
+
+    class AfterOnly(Callback):
+        def __init__(self):
+            self.seen = []
+
+        def _after_run(self, ctx, values):
+            self.seen.append((self.trainer.global_step, values.results))
+
+    cb = AfterOnly()
+    gated = EnableCallbackIf(cb, lambda self: self.global_step % 2 == 1)
+    assert "before_run" in gated.hooks_used() and "after_run" in gated.hooks_used()
+    train_tiny([gated], max_epoch=1, steps_per_epoch=4)
+    assert cb.seen == [(2, None), (4, None)]
+    # PeriodicCallback (an EnableCallbackIf) gates it the same way
+    cb2 = AfterOnly()
+    train_tiny([PeriodicCallback(cb2, every_k_steps=3)], max_epoch=1, steps_per_epoch=4)
+    assert [gs for gs, _ in cb2.seen] == [1, 4]

@@ -108,6 +108,13 @@ class EnableCallbackIf(ProxyCallback):
         self._pred = pred
         self._enabled = False
 
+    def _extra_hooks(self) -> frozenset[str]:
+        # ``pred`` is evaluated in before_run and after_run follows it: a wrapped callback that
+        # only overrides ``_after_run`` still needs this proxy registered for before_run
+        if "after_run" in self.cb.hooks_used():
+            return frozenset({"before_run"})
+        return frozenset()
+
     def _before_run(self, ctx: Any) -> Any:
         self._enabled = bool(self._pred(self))
         if self._enabled:
