@@ -266,3 +266,34 @@ def test_setters_run_on_every_worker_not_only_the_chief():
     train_tiny([setter, lr], max_epoch=1, steps_per_epoch=1, trainer=NotChief())
     assert setter.chief_only is False
     assert lr.values == pytest.approx({1: 0.25})
+
+
+class _LRSeen(C.Callback):
+    """The learning rate in the session before each epoch."""
+
+    def __init__(self) -> None:
+        self.values: list[float] = []
+
+    def _setup_graph(self):
+        self.var = self.get_tensors_maybe_in_tower(["learning_rate"])[0]
+
+    def _before_epoch(self):
+        self.values.append(float(self.trainer.sess.run(self.var)))
+
+
+@pytest.mark.parametrize("make", [np.float32, np.array, lambda x: np.array([x], dtype=np.float32),
+                                  lambda x: np.array([[x]])], ids=["float32", "0-d", "1-element", "1x1"])
+def test_numpy_values_are_set_reported_and_logged_as_floats(make, tb_log):
+    """A function returning a numpy scalar or an array of one element: the scalar variable gets
+    the value, the monitors get a Python float and the log line prints the number."""
+    values = {0: make(0.25), 1: make(0.125)}
+    lr = _LRSeen()
+    mon = RecordingMonitor()
+    train_tiny([_setters.HyperParamSetterWithFunc("learning_rate", lambda e, x: values.get(e)), lr],
+               monitors=[mon], max_epoch=2, steps_per_epoch=2)
+    assert lr.values == [pytest.approx(0.25), pytest.approx(0.125)]
+    put = [v for name, v, _ in mon.scalars if name == "learning_rate"]
+    assert put == [0.25, 0.125] and all(type(v) is float for v in put)
+    said = [r.getMessage() for r in tb_log if r.getMessage().startswith("[HyperParamSetter]")]
+    assert said == ["[HyperParamSetter] At global_step=0, learning_rate is set to 0.25",
+                    "[HyperParamSetter] At global_step=2, learning_rate changes from 0.25 to 0.125"]

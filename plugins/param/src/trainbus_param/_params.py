@@ -5,6 +5,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Sequence
 
+import numpy as np
+
 from trainbus import plugin_api as _tf
 
 __all__ = ["HyperParam", "GraphVarParam", "ObjAttrParam"]
@@ -88,8 +90,13 @@ class GraphVarParam(HyperParam):
         return sess
 
     def set_value(self, v: Any) -> None:
-        """Assign the variable a new value."""
-        self._session().run(self._assign, feed_dict={self._ph: v})
+        """Assign the variable a new value. A value with as many elements as the variable but
+        another shape (``[0.1]`` for a scalar) is reshaped to the variable's shape."""
+        sess = self._session()
+        shape = np.shape(v)
+        if shape != self.shape and int(np.prod(shape)) == int(np.prod(self.shape)):
+            v = np.reshape(v, self.shape)
+        sess.run(self._assign, feed_dict={self._ph: v})
 
     def get_value(self) -> Any:
         """Evaluate the variable."""

@@ -96,7 +96,7 @@ class HyperParamSetter(Callback):
     def _apply(self, v: Any) -> None:
         self.param.set_value(v)
         if _is_number(v):
-            self.trainer.monitors.put_scalar(self.param.readable_name, float(v))
+            self.trainer.monitors.put_scalar(self.param.readable_name, _as_float(v))
 
     def __str__(self) -> str:
         return f"{type(self).__name__}({self.param.readable_name})"
@@ -109,8 +109,14 @@ def _same(a: Any, b: Any) -> bool:
         return a is b
 
 
+def _as_float(v: Any) -> float:
+    """A number as a Python float: also a numpy scalar, a 0-d array or an array of one element
+    (which ``float()`` refuses with numpy 2)."""
+    return float(np.asarray(v).item())
+
+
 def _fmt(v: Any) -> str:
-    return f"{float(v):.6g}" if _is_number(v) else repr(v)
+    return f"{_as_float(v):.6g}" if _is_number(v) else repr(v)
 
 
 class HumanHyperParamSetter(HyperParamSetter):
