@@ -105,3 +105,73 @@ def test_check_distribution_reports_a_name_clash(tmp_path, monkeypatch) -> None:
         _registry.clear_cache()
     assert len(problems) == 1
     assert "'SameName' is also provided by trainbus-clash-two 0.1.0" in problems[0]
+
+
+def _pip_install_plugin(tmp_path, name: str, package: str, cls: str, source: str) -> pathlib.Path:
+    """Build the plugin distribution ``name`` (one package exporting the callback ``cls``) from a
+    pyproject.toml and pip-install it into a directory of its own (put on sys.path by the
+    caller): a real installation, with the RECORD that lists its files, that no other test
+    run sharing this environment sees."""
+    import subprocess
+    import sys
+
+    src = tmp_path / "src" / name
+    (src / package).mkdir(parents=True)
+    (src / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=77"]\nbuild-backend = "setuptools.build_meta"\n'
+        f'[project]\nname = "{name}"\nversion = "0.1.0"\n'
+        'keywords = ["trainbus-plugin", "trainbus-plugin-api=>=1,<2"]\n'
+        f'[project.entry-points."trainbus.callbacks"]\n{cls} = "{package}:{cls}"\n'
+        '[tool.setuptools.packages.find]\nwhere = ["."]\n')
+    (src / package / "__init__.py").write_text(source)
+    site = tmp_path / "site"
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
+                        "--target", str(site), str(src)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return site
+
+
+def test_check_distribution_reports_imports_of_private_modules(tmp_path, monkeypatch) -> None:
+    """A pip-installed plugin importing private trainbus modules is reported file:line, with the
+    plugin_api name to use instead; one importing only trainbus.plugin_api passes."""
+    bad = ("from trainbus.callbacks import Callback\n"
+           "from trainbus.train._signals import TrainingInterrupted\n"
+           "__all__ = ['ProbeBad']\n"
+           "class ProbeBad(Callback):\n"
+           "    def _trigger(self):\n"
+           "        from trainbus.tfutils import _tf\n"
+           "        import trainbus._manager as m\n"
+           "        return _tf, m, TrainingInterrupted\n"
+           "def helper():\n"
+           "    import importlib\n"
+           "    return importlib.import_module('trainbus.train._fastrun')\n"
+           "def other():\n"
+           "    from trainbus.utils._secret import thing\n")
+    good = ("from trainbus.callbacks import Callback\n"
+            "from trainbus.plugin_api import TrainingInterrupted, tf1\n"
+            "__all__ = ['ProbeGood']\n"
+            "class ProbeGood(Callback):\n"
+            "    def _trigger(self):\n"
+            "        return tf1, TrainingInterrupted\n")
+    bad_site = _pip_install_plugin(tmp_path / "b", "trainbus-privbad", "privbad", "ProbeBad", bad)
+    good_site = _pip_install_plugin(tmp_path / "g", "trainbus-privgood", "privgood", "ProbeGood", good)
+    # the installed metadata lists the module: the check reads what pip installed
+    monkeypatch.syspath_prepend(str(bad_site))
+    monkeypatch.syspath_prepend(str(good_site))
+    _registry.clear_cache()
+    try:
+        problems = check_distribution("trainbus-privbad", raise_on_error=False)
+        assert check_distribution("trainbus-privgood", raise_on_error=False) == []
+    finally:
+        _registry.clear_cache()
+    by_line = {p.split(":")[1]: p for p in problems}
+    assert all(p.startswith("privbad/__init__.py:") for p in problems), problems
+    assert sorted(by_line, key=int) == ["2", "6", "7", "11", "13"], problems
+    assert "imports a private trainbus module, trainbus.train._signals" in by_line["2"]
+    assert "import trainbus.plugin_api.TrainingInterrupted instead" in by_line["2"]
+    assert "trainbus.tfutils._tf" in by_line["6"] and "use trainbus.plugin_api.tf / trainbus.plugin_api.tf1" in by_line["6"]
+    assert "trainbus._manager" in by_line["7"] and "trainbus.plugin_api.contribution_manager" in by_line["7"]
+    assert "trainbus.train._fastrun" in by_line["11"] and "use trainbus.session.fastrun instead" in by_line["11"]
+    assert "trainbus.utils._secret" in by_line["13"] and "trainbus.plugin_api has no replacement for it" in by_line["13"]
+    with pytest.raises(DistributionCheckError, match=r"privbad/__init__.py:2: imports a private trainbus module"):
+        check_distribution("trainbus-privbad")

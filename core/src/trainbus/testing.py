@@ -267,7 +267,12 @@ def check_distribution(name: str, raise_on_error: bool = True) -> list[str]:
       a module exported by name (``imgaug = "pkg.imgaug"``) carries its own last name;
     * every exported name is in its package's ``__all__``;
     * no class overrides a public hook method (``before_run`` instead of ``_before_run``);
-    * no name is also provided by another installed distribution, or by the core itself.
+    * no name is also provided by another installed distribution, or by the core itself;
+    * no module of the distribution (its installed ``.py`` files, read with ``ast``, not run)
+      imports a private trainbus module (``trainbus._manager``, ``trainbus.train._signals``,
+      ``from trainbus.tfutils import _tf``) or a private module of another trainbus
+      distribution: each such import is reported with its file and line, and the
+      ``trainbus.plugin_api`` name to import instead where there is one.
 
     :param name: the distribution name, e.g. ``"trainbus-saver"``.
     :param raise_on_error: raise ``DistributionCheckError`` on problems (default); with False,
@@ -384,8 +389,116 @@ def check_distribution(name: str, raise_on_error: bool = True) -> list[str]:
                 if other_dist != dname:
                     problems.append(f"{where}: {ep.name!r} is also provided by {_registry.describe(other)}; "
                                     "rename one of them (users reach both as trainbus.<Name>)")
+    problems += _private_imports(dist, {ep.module.split(".")[0] for ep in dist.entry_points})
     if problems and raise_on_error:
         raise DistributionCheckError(dname, problems)
+    return problems
+
+
+#: private core modules plugins used to reach for, and what replaces them for a plugin
+_PRIVATE_REPLACEMENTS = {
+    "trainbus.tfutils._tf": "trainbus.plugin_api.tf / trainbus.plugin_api.tf1",
+    "trainbus.train._signals": "trainbus.plugin_api.TrainingInterrupted / trainbus.plugin_api.signum_of_reason",
+    "trainbus._manager": "trainbus.plugin_api.contribution_manager / PluginWarning / drop_hooks",
+    "trainbus._registry": "trainbus.plugin_api.PLUGIN_API_VERSION",
+    "trainbus._exceptions": "trainbus.plugin_api.StopTraining",
+    "trainbus._catalogue": "trainbus.bus.catalogue",
+    "trainbus._modpaths": "trainbus.bus.modpaths",
+    "trainbus.train._fastrun": "trainbus.session.fastrun",
+}
+
+
+def _is_private(dotted: str) -> bool:
+    return any(p.startswith("_") and not p.startswith("__") for p in dotted.split("."))
+
+
+def _distribution_sources(dist: Any, tops: set[str]) -> list[tuple[str, Any]]:
+    """``(shown name, path)`` of the distribution's installed ``.py`` files: those its metadata
+    lists (``RECORD``), and for an editable install (whose metadata lists no source) the files
+    of the top-level packages its entry points name, found without importing them."""
+    import importlib.util
+    import pathlib
+
+    out = []
+    covered: set[str] = set()
+    for f in dist.files or ():
+        if f.suffix != ".py" or ".." in f.parts:
+            continue
+        path = pathlib.Path(dist.locate_file(f))
+        if path.is_file():
+            out.append((str(f), path))
+            covered.add(f.parts[0] if len(f.parts) > 1 else f.stem)
+    for top in sorted(tops - covered):
+        try:
+            spec = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            continue
+        if spec is None or spec.origin is None:
+            continue
+        origin = pathlib.Path(spec.origin)
+        if spec.submodule_search_locations:
+            for base in spec.submodule_search_locations:
+                base = pathlib.Path(base)
+                out += [(str(pathlib.Path(top, *p.relative_to(base).parts)), p) for p in sorted(base.rglob("*.py"))]
+        elif origin.suffix == ".py":
+            out.append((origin.name, origin))
+    return out
+
+
+def _imported_modules(tree: Any) -> list[tuple[int, str, list[str]]]:
+    """``(line, module, names)`` for every absolute import in ``tree`` (in functions too), and
+    ``importlib.import_module("...")`` with a literal name; ``names`` are a from-import's names."""
+    import ast
+
+    out: list[tuple[int, str, list[str]]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name, []) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.append((node.lineno, node.module, [a.name for a in node.names]))
+        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module"
+              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            out.append((node.lineno, node.args[0].value, []))
+    return out
+
+
+def _replacement(module: str, names: list[str]) -> str:
+    import trainbus.plugin_api as api
+
+    public = [n for n in names if n in api.__all__]
+    if public:
+        return "import " + ", ".join(f"trainbus.plugin_api.{n}" for n in public) + " instead"
+    found = _PRIVATE_REPLACEMENTS.get(module)
+    if found:
+        return f"use {found} instead"
+    return ("trainbus.plugin_api has no replacement for it: keep what the plugin needs in its own package, or ask "
+            "for it to become part of the plugin API")
+
+
+def _private_imports(dist: Any, tops: set[str]) -> list[str]:
+    """The imports of private trainbus modules (or of another trainbus distribution's private
+    modules) in the distribution's installed sources."""
+    import ast
+
+    problems = []
+    for shown, path in _distribution_sources(dist, tops):
+        try:
+            tree = ast.parse(path.read_bytes(), filename=str(path))
+        except (SyntaxError, ValueError) as exc:
+            problems.append(f"{shown}: cannot be read to check its imports: {type(exc).__name__}: {exc}")
+            continue
+        own = shown.replace("\\", "/").split("/")[0].removesuffix(".py")
+        for line, module, names in _imported_modules(tree):
+            top = module.split(".")[0]
+            if top == own or not (top == "trainbus" or top.startswith("trainbus_")):
+                continue
+            # ``from trainbus.train import _signals`` imports a private module too
+            privates = [module] if _is_private(module) else [f"{module}.{n}" for n in names if _is_private(n)]
+            for private in privates:
+                what = "a private trainbus module" if top == "trainbus" else f"a private module of {top}"
+                inner = [] if private != module else names
+                problems.append(f"{shown}:{line}: imports {what}, {private} (private modules are not covered by the "
+                                f"plugin API version and may change in any release); {_replacement(private, inner)}")
     return problems
 
 
