@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -101,6 +102,9 @@ def test_order_and_new_plugin_without_tensorflow(tmp_path: pathlib.Path) -> None
     assert info["rc"] == 0, err
     assert info["tf"] == [], info
     assert (tmp_path / "gs" / "pyproject.toml").is_file()
+    # the next step is a command that works as printed: the test extra, then pytest in its directory
+    gs = tmp_path / "gs"
+    assert f"next: pip install -e {shlex.quote(f'{gs}[test]')} && (cd {shlex.quote(str(gs))} && pytest)" in out, out
     assert info["elapsed"] < LIMIT_S, info
 
 
@@ -164,11 +168,54 @@ def test_new_plugin_bad_name(in_tmp, capsys) -> None:
     _one_error(capsys, ["new-plugin", "Bad Name"], "trainbus new-plugin:", "'Bad Name'")
 
 
-def test_argparse_errors_are_status_2(in_tmp, capsys) -> None:
+def _argparse_error(capsys, argv: list[str]) -> str:
+    """The one line of a command-line mistake that argparse finds (status 2, no usage block)."""
     with pytest.raises(SystemExit) as e:
-        main(["order"])
+        main(argv)
     assert e.value.code == 2
-    assert "the following arguments are required: spec" in capsys.readouterr().err
+    cap = capsys.readouterr()
+    assert cap.out == "" and "Traceback" not in cap.err and "usage:" not in cap.err, cap.err
+    lines = cap.err.splitlines()
+    assert len(lines) == 1, cap.err
+    return lines[0]
+
+
+TOP = "(valid: plugins, order, train, new-plugin, -h/--help, --version)"
+
+
+def test_argparse_errors_are_one_line_naming_the_valid_ones(in_tmp, capsys) -> None:
+    assert _argparse_error(capsys, ["order"]) == \
+        "trainbus order: the following arguments are required: SPEC (valid: SPEC, -h/--help)"
+    assert _argparse_error(capsys, ["new-plugin"]) == \
+        "trainbus new-plugin: the following arguments are required: NAME (valid: NAME, -h/--help, --dir)"
+    assert _argparse_error(capsys, []) == f"trainbus: a command is required {TOP}"
+
+
+def test_unknown_subcommand_is_one_line_with_the_commands(in_tmp, capsys) -> None:
+    assert _argparse_error(capsys, ["bogus"]) == f"trainbus: unknown command 'bogus' {TOP}"
+    assert _argparse_error(capsys, ["tarin", "run.toml"]) == \
+        f"trainbus: unknown command 'tarin'; did you mean train? {TOP}"
+    assert _argparse_error(capsys, ["--bogus"]) == f"trainbus: unknown argument --bogus {TOP}"
+
+
+def test_unknown_argument_is_one_line_with_the_subcommands_options(in_tmp, capsys) -> None:
+    assert _argparse_error(capsys, ["plugins", "--bogus"]) == \
+        "trainbus plugins: unknown argument --bogus (valid: -h/--help, --load, --no-load, --strict)"
+    assert _argparse_error(capsys, ["train", "--dryrun", "run.toml"]) == \
+        "trainbus train: unknown argument --dryrun (valid: RUN.toml, -h/--help, --dry-run)"
+    assert _argparse_error(capsys, ["train", "a.toml", "b.toml"]) == \
+        "trainbus train: unknown argument b.toml (valid: RUN.toml, -h/--help, --dry-run)"
+    assert _argparse_error(capsys, ["order", "m:x", "--dir", "d"]) == \
+        "trainbus order: unknown arguments --dir d (valid: SPEC, -h/--help)"
+    assert not list(in_tmp.iterdir())  # nothing was run
+
+
+def test_unknown_argument_from_the_console_script_is_one_line() -> None:
+    """The installed ``trainbus`` command (a subprocess): one line, status 2, nothing on stdout."""
+    r = subprocess.run([sys.executable, "-m", "trainbus", "plugins", "--loud"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout, r.stderr)
+    assert r.stderr == "trainbus plugins: unknown argument --loud (valid: -h/--help, --load, --no-load, --strict)\n"
 
 
 def test_debug_shows_the_traceback(in_tmp) -> None:
@@ -234,11 +281,9 @@ def test_closed_output_pipe_is_no_traceback() -> None:
 
 
 # Plugin modules that import TensorFlow when imported (``trainbus plugins --load`` then imports
-# it). Each is a place to fix; none may be added. The first four reach TensorFlow through
-# ``from trainbus import plugin_api``, which imports the TensorFlow side of the core
-# (``trainbus.__getattr__`` searches the subpackages before finding the submodule).
+# it). Each is a place to fix; none may be added. (``trainbus.plugin_api`` gives ``tf``/``tf1``
+# lazily, so the plugins that import only it - graph, param, saver, summary - are not here.)
 TF_AT_IMPORT = {
-    "trainbus_graph", "trainbus_param", "trainbus_saver", "trainbus_summary",  # via trainbus.__getattr__
     "trainbus_hooks",  # _hooks.py:7 import tensorflow; CallbackToHook subclasses tf1.train.SessionRunHook
     "trainbus_inference",  # _runner.py:9 import tensorflow; :13-14 trainbus.input_source, trainbus.tfutils.tower
     "trainbus_sessinit",  # _restore.py:9 import tensorflow
@@ -278,3 +323,17 @@ def test_no_new_plugin_module_imports_tensorflow_at_import_time() -> None:
     found = set(json.loads(r.stdout.strip().splitlines()[-1]))
     assert found <= TF_AT_IMPORT, f"these plugin modules now import TensorFlow when imported: {found - TF_AT_IMPORT}"
     assert "trainbus_steps" not in found and "trainbus_monitor_json" not in found  # the check sees them
+    # the plugins that reach TensorFlow only through trainbus.plugin_api (lazy) stay TensorFlow-free
+    assert not found & {"trainbus_graph", "trainbus_param", "trainbus_saver", "trainbus_summary"}, found
+
+
+def test_plugins_with_none_installed_prints_both_install_forms(monkeypatch, capsys) -> None:
+    """The hint when no plugin distribution is installed: the standard bundle, from an index and
+    from a checkout's wheelhouse (tests/ecosystem/test_wheelhouse.py follows it in a fresh venv)."""
+    import trainbus.cli as cli
+
+    monkeypatch.setattr(cli, "plugin_report", lambda **kw: [])
+    assert main(["plugins"]) == 0
+    assert capsys.readouterr().out == (
+        "no trainbus plugin distributions are installed; the standard bundle: pip install 'trainbus[standard]' "
+        "(from a trainbus checkout: tools/build_wheels.sh, then pip install --find-links dist 'trainbus[standard]')\n")

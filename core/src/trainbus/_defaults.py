@@ -36,8 +36,13 @@ def _collect(hook: str, expected: tuple, label: str) -> list[Any]:
     names = {type(x).__name__ for x in made} | {getattr(f, "__name__", "") for _, f in entries}
     missing = [(name, dist) for _, name, dist in expected if name not in names]
     if missing:
-        hint = "; ".join(f"{name} (pip install {dist})" for name, dist in missing)
-        warnings.warn(f"{label}() is missing {hint}; or install them all with pip install 'trainbus[standard]'",
+        from trainbus.bus.registry import install_hint
+
+        names = ", ".join(f"{name} ({dist})" for name, dist in missing)
+        dists = " ".join(dict.fromkeys(dist for _, dist in missing))  # each once, in order
+        warnings.warn(f"{label}() is missing {names}: their distributions are not installed.\n"
+                      f"    {install_hint(dists)}\n"
+                      f"    or all the defaults with the standard bundle: {install_hint('trainbus[standard]')}",
                       PluginWarning, stacklevel=3)
     return made
 

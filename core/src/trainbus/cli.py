@@ -17,7 +17,9 @@ import TensorFlow, ``plugins`` imports plugin modules only with ``--load``/``--s
 
 A mistake on the command line (a bad SPEC, a missing run file, a plugin that does not load
 under ``--strict``) is reported in one or two lines on stderr with exit status 2; set
-``TRAINBUS_DEBUG=1`` to see the traceback as well.
+``TRAINBUS_DEBUG=1`` to see the traceback as well. An unknown subcommand or option is one line
+naming the valid ones (status 2). SIGINT/SIGTERM/SIGHUP during ``train`` (also while the run file
+is checked) end with one line and status 128+signal.
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.machinery
+import importlib.metadata
 import importlib.util
 import os
 import pathlib
+import shlex
 import sys
 import traceback
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 from trainbus.bus import registry as _registry
 from trainbus.bus.report import plugin_report
@@ -56,7 +60,8 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     load = (args.load or args.strict) and not args.no_load
     report = plugin_report(try_load=load, check_modules=not args.no_load)
     if not report:
-        print("no trainbus plugin distributions are installed (pip install 'trainbus[standard]')")
+        print("no trainbus plugin distributions are installed; the standard bundle: "
+              f"{_registry.install_hint('trainbus[standard]')}")
         return 0
     for rec in report:
         api = f"plugin API {rec['api']}" if rec["api"] else "plugin API not declared"
@@ -193,10 +198,15 @@ def _readable_file(path: str) -> None:
 def cmd_train(args: argparse.Namespace) -> int:
     _readable_file(args.config)
     from trainbus.config_file import RunConfigError, train_from_file
-    from trainbus.train._signals import TrainingInterrupted
+    from trainbus.train._signals import TrainingInterrupted, interrupts_before_training
 
     try:
-        result = train_from_file(args.config, dry_run=args.dry_run)
+        # SIGINT/SIGTERM/SIGHUP while the file is checked (its modules imported, its components
+        # built) end like those during the graph's construction: one line, status 128+signal,
+        # nothing done to the log directory; training installs its own handling inside.
+        with interrupts_before_training() as setup:
+            setup.during = f"checking the run file {args.config}"
+            result = train_from_file(args.config, dry_run=args.dry_run)
     except RunConfigError as e:
         # every problem of the file, one per line, with its line number
         print(f"trainbus train: {e}", file=sys.stderr)
@@ -221,15 +231,61 @@ def cmd_new_plugin(args: argparse.Namespace) -> int:
     print(f"wrote the plugin distribution {n['dist']} in {root}")
     print(f"  callback  trainbus.callbacks.{n['callback']}")
     print(f"  monitor   trainbus.callbacks.{n['monitor']}")
-    print(f"next: pip install -e {root} && pytest {root / 'tests'}")
+    # with its `test` extra (pytest, the trainer of its training test), then its tests from its
+    # own directory (its pyproject holds their pytest configuration)
+    where = shlex.quote(str(root))
+    print(f"next: pip install -e {shlex.quote(f'{root}[test]')} && (cd {where} && pytest)")
+    try:
+        importlib.metadata.distribution("trainbus-trainers-single")
+    except importlib.metadata.PackageNotFoundError:
+        print("  (the test extra needs trainbus-trainers-single, which is not installed here: from a trainbus "
+              "checkout, run tools/build_wheels.sh there and add --find-links <checkout>/dist to that pip install)")
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose mistakes are ONE line on stderr naming what is valid there (the
+    subcommands and options of ``trainbus``, the arguments and options of a subcommand), with
+    exit status 2; no usage block, no traceback."""
+
+    def valid(self) -> list[str]:
+        """What may be given to this (sub)command: subcommands, positionals, then options."""
+        out: list[str] = []
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                out += list(action.choices)
+            elif not action.option_strings:
+                out.append(action.metavar or action.dest)
+        for action in self._actions:
+            if action.option_strings and action.help is not argparse.SUPPRESS:
+                out.append("/".join(action.option_strings))
+        return out
+
+    def subcommands(self) -> dict[str, argparse.ArgumentParser]:
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return dict(action.choices)
+        return {}
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        import difflib
+        import re
+
+        wrong = re.match(r"argument COMMAND: invalid choice: '(.*?)'", message)
+        if wrong and self.subcommands():
+            close = difflib.get_close_matches(wrong.group(1), list(self.subcommands()), n=1, cutoff=0.6)
+            message = f"unknown command {wrong.group(1)!r}" + (f"; did you mean {close[0]}?" if close else "")
+        elif message.startswith("unrecognized arguments: "):
+            words = message[len("unrecognized arguments: "):]
+            message = f"unknown argument{'s' if ' ' in words else ''} {words}"
+        self.exit(2, f"{self.prog}: {message} (valid: {', '.join(self.valid())})\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="trainbus", description="trainbus command line")
+    p = _Parser(prog="trainbus", description="trainbus command line")
     p.add_argument("--version", action=_VersionAction,
                    help="print the versions of trainbus, of each plugin distribution and of TensorFlow, and exit")
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sp = sub.add_parser("plugins", help="list installed plugin distributions")
     sp.add_argument("--load", action="store_true",
                     help="also import every entry point and report what fails to load (imports the plugin modules)")
@@ -240,19 +296,19 @@ def build_parser() -> argparse.ArgumentParser:
                          "plugin API or clashes with another distribution")
     sp.set_defaults(func=cmd_plugins)
     so = sub.add_parser("order", help="print the callback order per hook of a configured run")
-    so.add_argument("spec", help="module:attr naming a TrainConfig, a list of callbacks, or a function returning one")
+    so.add_argument("spec", metavar="SPEC", help="module:attr naming a TrainConfig, a list of callbacks, or a function returning one")
     so.set_defaults(func=cmd_order)
     st = sub.add_parser("train", help="train the run described by a TOML file",
                         description="Train the run a TOML file describes (model, data, trainer, callbacks and "
                                     "monitors by registered name, loop options). Every mistake in the file is "
                                     "reported at once, with its line, before anything starts.")
-    st.add_argument("config", help="the run file (TOML)")
+    st.add_argument("config", metavar="RUN.toml", help="the run file (TOML)")
     st.add_argument("--dry-run", action="store_true",
                     help="print the resolved plan (components, providing distributions, callback order per hook) "
                          "and train nothing")
     st.set_defaults(func=cmd_train)
     sn = sub.add_parser("new-plugin", help="create a plugin distribution to start from")
-    sn.add_argument("name", help="the plugin's name, e.g. grad-stats (the distribution becomes trainbus-grad-stats)")
+    sn.add_argument("name", metavar="NAME", help="the plugin's name, e.g. grad-stats (the distribution becomes trainbus-grad-stats)")
     sn.add_argument("--dir", default=None, help="where to write it (default ./trainbus-NAME); must be empty or new")
     sn.set_defaults(func=cmd_new_plugin)
     return p
@@ -273,7 +329,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)  # argparse reports its own errors (status 2)
+    # argparse's errors (status 2) are one line naming what is valid, see _Parser
+    args, extra = parser.parse_known_args(argv)
+    if args.command is None:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}" if extra else "a command is required")
+    if extra:  # reported by the subcommand, which names its own arguments and options
+        parser.subcommands()[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:

@@ -103,7 +103,7 @@ def resolve(group_or_kind: str, name: str) -> Any:
     hint = f" Did you mean {' or '.join(close)}?" if close else ""
     raise UnknownComponentError(
         f"no installed distribution provides {group}.{name}.{hint} Run `trainbus plugins` to list the installed "
-        f"names; a third-party name needs its distribution installed (pip install <its distribution>)."
+        f"names; a name from a third-party package needs that package installed in this environment."
     ) from None
 
 

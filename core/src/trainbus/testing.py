@@ -297,7 +297,13 @@ def check_distribution(name: str, raise_on_error: bool = True) -> list[str]:
     try:
         dist = md.distribution(name)
     except md.PackageNotFoundError:
-        problems.append(f"{name!r} is not installed in this environment (pip install it first)")
+        from trainbus.bus.catalogue import BUNDLES, KNOWN_PROVIDERS
+
+        first_party = {d for names in KNOWN_PROVIDERS.values() for d in names.values()}
+        first_party |= {d for members in BUNDLES.values() for d in members}
+        how = (_registry.install_hint(name) if name in first_party else
+               f"pip install -e <its source directory>, or pip install --find-links <a directory of its wheels> {name}")
+        problems.append(f"{name!r} is not installed in this environment; install it first: {how}")
         if raise_on_error:
             raise DistributionCheckError(name, problems) from None
         return problems

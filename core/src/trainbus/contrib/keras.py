@@ -28,10 +28,13 @@ from typing import Any, Callable, Sequence
 try:
     import tf_keras as keras
 except ImportError as _e:  # pragma: no cover - exercised in a subprocess by the tests
+    from trainbus.bus.registry import install_hint as _install_hint
+
+    # tf-keras is on the public index; the extra is a trainbus distribution's, hence both forms
     raise ImportError(
         "trainbus.contrib.keras needs the tf-keras package (Keras 2, which works in tf.compat.v1 graph mode; the "
-        "Keras 3 bundled with TensorFlow does not). Install it with: pip install \"trainbus[keras]\" "
-        "(or: pip install tf-keras)") from _e
+        "Keras 3 bundled with TensorFlow does not). Install it with: pip install tf-keras\n"
+        f"    or with trainbus's keras extra: {_install_hint('trainbus[keras]')}") from _e
 
 import tensorflow as tf
 

@@ -87,7 +87,9 @@ class InjectShell(Callback):
 
     :param file: the file whose existence opens the shell.
     :param shell: ``'ipython'`` or ``'pdb'``. Without IPython installed, ``'ipython'`` falls
-        back to pdb with a warning (``pip install 'trainbus-misc[ipython]'``).
+        back to pdb with a warning (``pip install ipython``, or the extra
+        ``trainbus-misc[ipython]``: ``pip install --find-links dist 'trainbus-misc[ipython]'`` from
+        a trainbus checkout after ``tools/build_wheels.sh``).
     """
 
     def __init__(self, file: str | os.PathLike = "INJECT_SHELL.tmp", shell: str = "ipython") -> None:
@@ -96,8 +98,10 @@ class InjectShell(Callback):
         if shell not in ("ipython", "pdb"):
             raise ValueError(f"InjectShell: shell must be 'ipython' or 'pdb', got {shell!r}")
         if shell == "ipython" and importlib.util.find_spec("IPython") is None:
-            logger.warning("InjectShell: IPython is not installed, pdb will be used instead "
-                           "(pip install 'trainbus-misc[ipython]' for IPython).")
+            logger.warning("InjectShell: IPython is not installed, pdb will be used instead. For IPython: "
+                           "pip install ipython, or the extra: pip install 'trainbus-misc[ipython]' (from a trainbus "
+                           "checkout: tools/build_wheels.sh, then pip install --find-links dist "
+                           "'trainbus-misc[ipython]').")
             shell = "pdb"
         self._file = os.fspath(file)
         self._shell = shell
