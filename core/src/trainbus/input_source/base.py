@@ -4,7 +4,7 @@ another one (:class:`ProxyInputSource`, :func:`remap_input_source`)."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import tensorflow as tf
 
@@ -13,6 +13,10 @@ from trainbus.tfutils.common import get_op_tensor_name
 from trainbus.tfutils.tower import _to_spec
 
 tf1 = tf.compat.v1
+
+#: what :meth:`InputSource.step_feed` returns: the placeholders to feed, and a function giving
+#: the next values for them (a tuple aligned with the placeholders), called once per step
+StepFeed = tuple[Sequence[Any], Callable[[], Sequence[Any]]]
 
 
 def build_or_reuse_placeholder(spec: Any) -> Any:
@@ -93,6 +97,17 @@ class InputSource:
     def _get_callbacks(self) -> list[Callback]:
         return []
 
+    def step_feed(self) -> StepFeed | None:
+        """The feed this input needs in every step, or None (the default) when its tensors need
+        no feed (queues, datasets, constants).
+
+        The trainer holds its input source and asks it once, after :meth:`setup` and once the
+        session exists; its ``hooked_sess`` then feeds ``placeholders`` with ``next_values()``
+        in the step's own ``Session.run``. ``next_values`` is on the per-step path: keep it a
+        plain call that returns a tuple (or list) aligned with ``placeholders``.
+        """
+        return None
+
     def reset_state(self) -> None:
         """Reinitialize the input (called before each run over it)."""
 
@@ -142,6 +157,9 @@ class ProxyInputSource(InputSource):
 
     def failure(self) -> BaseException | None:
         return self._input.failure()
+
+    def step_feed(self) -> StepFeed | None:
+        return self._input.step_feed()
 
 
 def remap_input_source(input: InputSource, names: Sequence[str]) -> InputSource:

@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import tensorflow as tf
 
 from trainbus.callbacks.base import Callback
 from trainbus.dataflow import dataflow_len, is_dataflow, repeat_forever
-from trainbus.input_source.base import InputSource, _placeholder
+from trainbus.input_source.base import InputSource, StepFeed, _placeholder
 
 
 class PlaceholderInput(InputSource):
@@ -22,15 +22,23 @@ class PlaceholderInput(InputSource):
         return self._all_placehdrs
 
 
-class _FeedSourceCallback(Callback):
-    """Installs a FeedInput as the feed source of the trainer's hooked session."""
+class _UntakenFeedCallback(Callback):
+    """For a runner that does not ask :meth:`FeedInput.step_feed` itself (the driver of
+    ``FeedfreePredictor``): hands it the feed through its public ``set_feed_source``. Does
+    nothing under a trainer, which took the feed before training."""
 
     def __init__(self, src: FeedInput) -> None:
         self._src = src
 
     def _before_train(self) -> None:
-        self._src.reset_state()
-        self.trainer.hooked_sess.set_feed_source(*self._src.feed_source())
+        if self._src._feed_taken:
+            return
+        runner = getattr(self.trainer, "hooked_sess", None)
+        if not hasattr(runner, "set_feed_source"):
+            raise RuntimeError(f"{self._src}: nobody took its per-step feed: the runner {self.trainer!r} neither called "
+                               "input_source.step_feed() before training nor offers hooked_sess.set_feed_source(); "
+                               "a trainer does the former in Trainer.initialize_hooks()")
+        runner.set_feed_source(*self._src.step_feed())
 
     def __str__(self) -> str:
         return "FeedInputCallback"
@@ -39,7 +47,8 @@ class _FeedSourceCallback(Callback):
 class FeedInput(InputSource):
     """Feed placeholders with datapoints of a DataFlow, one per ``hooked_sess.run``.
 
-    The feed goes into the same ``Session.run`` as the step (no extra hook call).
+    The feed goes into the same ``Session.run`` as the step (no extra hook call): the trainer
+    takes it from :meth:`step_feed` and hands it to its hooked session.
 
     :param ds: the DataFlow (anything with ``__iter__``/``reset_state``).
     :param infinite: iterate the dataflow again when it ends.
@@ -51,6 +60,7 @@ class FeedInput(InputSource):
         self.ds = ds
         self._infinite = infinite
         self._iter: Any = None
+        self._feed_taken = False
 
     def size(self) -> int:
         return dataflow_len(self.ds)
@@ -78,9 +88,17 @@ class FeedInput(InputSource):
                              f"{len(self._all_placehdrs)} inputs ({[p.op.name for p in self._all_placehdrs]})")
         return tuple(dp)
 
-    def feed_source(self) -> tuple[list[Any], Callable[[], tuple]]:
-        """``(placeholders, next_values)`` for ``HookedSession.set_feed_source``."""
+    def feed_source(self) -> StepFeed:
+        """``(placeholders, next_feed)`` for a runner that feeds this input by itself (an
+        inference runner); unlike :meth:`step_feed`, it does not restart the iteration."""
+        return self._all_placehdrs, self.next_feed
+
+    def step_feed(self) -> StepFeed:
+        """``(placeholders, next_feed)``: the trainer feeds every step with the next datapoint
+        of the dataflow (its iteration starts, with ``reset_state()``, at the first step)."""
+        self._iter = None
+        self._feed_taken = True
         return self._all_placehdrs, self.next_feed
 
     def _get_callbacks(self) -> list[Callback]:
-        return [_FeedSourceCallback(self)]
+        return [_UntakenFeedCallback(self)]

@@ -153,6 +153,10 @@ class QueueInput(FeedInput, FeedfreeInput):
     def _get_callbacks(self) -> list[Callback]:
         return [_QueueCallback(self)]
 
+    def step_feed(self) -> None:
+        """None: the model reads from the queue, the step needs no feed."""
+        return None
+
 
 class BatchQueueInput(QueueInput):
     """Enqueue single datapoints from a DataFlow into a TF queue; the model reads batches

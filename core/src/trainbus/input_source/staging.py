@@ -7,7 +7,7 @@ from typing import Any
 import tensorflow as tf
 
 from trainbus.callbacks.base import Callback
-from trainbus.input_source.base import FeedfreeInput, InputSource
+from trainbus.input_source.base import FeedfreeInput, InputSource, StepFeed
 from trainbus.tfutils.dependency import dependency_of_fetches
 
 tf1 = tf.compat.v1
@@ -57,6 +57,10 @@ class StagingInput(FeedfreeInput):
 
     def failure(self) -> BaseException | None:
         return self._input.failure()
+
+    def step_feed(self) -> StepFeed | None:
+        """The feed of the input it prefetches from (the stage op runs with the step)."""
+        return self._input.step_feed()
 
     def _setup(self, input_signature: list[Any]) -> None:
         self._input_callbacks = self._input.setup(input_signature)

@@ -113,11 +113,16 @@ class HookedSession:
 
     Each ``run()`` increments the trainer's ``global_step`` (the TF variable too, by an op
     fetched in the same call).
+
+    ``feed`` is the per-step feed of the trainer's input source
+    (``InputSource.step_feed()``: ``(placeholders, next_values)``, or None): every ``run()``
+    feeds ``placeholders`` with ``next_values()`` in the same ``Session.run``.
     """
 
     _MAX_CALLABLES = 256
 
-    def __init__(self, sess: Any, trainer: Any, bus: Any, step_incr_op: Any) -> None:
+    def __init__(self, sess: Any, trainer: Any, bus: Any, step_incr_op: Any,
+                 feed: tuple[Sequence[Any], Callable[[], Sequence[Any]]] | None = None) -> None:
         self.sess = sess
         self._trainer = trainer
         self._loop = trainer.loop
@@ -126,8 +131,8 @@ class HookedSession:
         self._ar = run_hook_caller(bus.after_run, ("trainer", "run_context", "run_values"), traced)
         self._incr = step_incr_op
         self._callables: dict[Any, Any] = {}
-        self._feed_keys: tuple = ()
-        self._feed_next: Any = None
+        self._feed_keys: tuple = tuple(feed[0]) if feed is not None else ()
+        self._feed_next: Any = feed[1] if feed is not None else None
         self._stop = False
         tf1 = _tf.tf1()
         self._Ctx = tf1.train.SessionRunContext
@@ -138,12 +143,6 @@ class HookedSession:
     @property
     def graph(self) -> Any:
         return self.sess.graph
-
-    def set_feed_source(self, placeholders: Sequence[Any], next_values: Any) -> None:
-        """Feed ``placeholders`` with ``next_values()`` (a tuple) at every ``run()``: how
-        ``FeedInput`` feeds the step without a hook."""
-        self._feed_keys = tuple(placeholders)
-        self._feed_next = next_values
 
     def should_stop(self) -> bool:
         """Whether a callback asked to stop (``run_context.request_stop()``)."""

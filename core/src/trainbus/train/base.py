@@ -377,8 +377,11 @@ class Trainer:
         self._stop_reason = reason
 
     def initialize_hooks(self) -> None:
-        """Create ``self.hooked_sess`` over ``self.sess`` with the callbacks' run hooks."""
-        self.hooked_sess = HookedSession(self.sess, self, self._bus, self._step_incr_op)
+        """Create ``self.hooked_sess`` over ``self.sess`` with the callbacks' run hooks and the
+        per-step feed of the trainer's input source (``InputSource.step_feed()``)."""
+        src = self._input_source
+        feed = src.step_feed() if src is not None else None
+        self.hooked_sess = HookedSession(self.sess, self, self._bus, self._step_incr_op, feed=feed)
 
     # ------------------------------------------------------------------ loop
     def run_step(self) -> None:
