@@ -139,3 +139,139 @@ def test_every_missing_name_prints_both_install_forms(monkeypatch) -> None:
             assert f"    pip install {dist} (from a trainbus checkout: tools/build_wheels.sh, then " in msg, msg
             for req in expected:
                 assert shlex.split(f"pip install --find-links dist {req}")[-1] == req.strip("'")
+
+
+#: the checkout form of any hint, up to its closing parenthesis: the whole command, all its requirements
+CHECKOUT_FULL = re.compile(
+    r"from a trainbus checkout: tools/build_wheels\.sh, then (pip install --find-links dist [^)]+)\)")
+#: the plain form that comes before it
+PLAIN_FULL = re.compile(r"(pip install [^(]+?) \(from a trainbus checkout")
+
+
+def _pip(venv, *args: str, cwd: pathlib.Path, index: bool = False, **extra_env: str) -> subprocess.CompletedProcess:
+    """pip of this test's interpreter acting on ``venv``; offline (no index) unless ``index``."""
+    env = dict(venv.env(), **extra_env)
+    if not index:
+        env["PIP_NO_INDEX"] = "1"
+    return subprocess.run([sys.executable, "-m", "pip", "--python", venv.python, *args], cwd=str(cwd),
+                          capture_output=True, text=True, env=env, timeout=600)
+
+
+def _defaults_warnings(venv) -> dict:
+    """The PluginWarning of DEFAULT_CALLBACKS() and of DEFAULT_MONITORS() in ``venv`` ('' if none),
+    and the class names of what each returned (under ``"<name> made"``)."""
+    return venv.py_json(
+        "import json, warnings\nfrom trainbus.train.config import DEFAULT_CALLBACKS, DEFAULT_MONITORS\n"
+        "out = {}\nfor f in (DEFAULT_CALLBACKS, DEFAULT_MONITORS):\n"
+        "    with warnings.catch_warnings(record=True) as w:\n        warnings.simplefilter('always')\n"
+        "        made = f()\n"
+        "    out[f.__name__] = ' '.join(str(x.message) for x in w)\n"
+        "    out[f.__name__ + ' made'] = sorted(type(m).__name__ for m in made)\n"
+        "print(json.dumps(out))")  # type: ignore[return-value]
+
+
+@pytest.mark.slow
+def test_bundle_defaults_and_extra_hints_work_as_printed(wheelhouse, fresh_venv, tmp_path) -> None:
+    """The hints of a missing bundle (``trainbus plugins`` with none installed), of missing
+    default callbacks/monitors (the DEFAULT_* warning) and of an optional dependency of a trainbus
+    extra (``trainbus[keras]``, ``trainbus-misc[ipython]``), each followed literally in ONE fresh
+    environment that has only the core; and a wheelhouse lacking a bundle member is an install
+    error naming that distribution."""
+    checkout = tmp_path / "checkout"  # a checkout after tools/build_wheels.sh: dist/ holds the wheels
+    checkout.mkdir()
+    (checkout / "dist").symlink_to(wheelhouse)
+    venv = fresh_venv("followed")
+    venv.install("trainbus")
+    assert set(venv.distributions()) == {"trainbus"}
+    trainbus_cmd = str(venv.path / "bin" / "trainbus")
+    none_line = venv.run(trainbus_cmd, "plugins").stdout.strip()  # followed below, after the defaults
+
+    # a wheelhouse without trainbus-saver: installing the bundle fails and names the missing distribution
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    for w in wheelhouse.glob("*.whl"):
+        if _wheel_dist(w) != "trainbus-saver":
+            (partial / w.name).symlink_to(w)
+    r = _pip(venv, "install", "--no-index", "--find-links", str(partial), "trainbus[standard]", cwd=tmp_path)
+    assert r.returncode != 0, r.stdout
+    assert "No matching distribution found for trainbus-saver" in r.stderr, r.stderr
+    assert set(venv.distributions()) == {"trainbus"}  # nothing was installed
+
+    # missing default plugins: the warning names each class and distribution, in both forms
+    warned = _defaults_warnings(venv)
+    assert warned["DEFAULT_CALLBACKS made"] == [] and warned["DEFAULT_MONITORS made"] == [], warned
+    cb_msg, mon_msg = warned["DEFAULT_CALLBACKS"], warned["DEFAULT_MONITORS"]
+    assert cb_msg.startswith("DEFAULT_CALLBACKS() is missing MovingAverageSummary (trainbus-summary), ProgressBar "
+                             "(trainbus-steps), MergeAllSummaries (trainbus-summary), RunUpdateOps (trainbus-graph): "
+                             "their distributions are not installed."), cb_msg
+    cb_cmds = CHECKOUT_FULL.findall(cb_msg)
+    assert cb_cmds == ["pip install --find-links dist trainbus-summary trainbus-steps trainbus-graph",
+                       "pip install --find-links dist 'trainbus[standard]'"], cb_msg
+    _follow(venv, cb_cmds[0], checkout)  # the checkout form of the callbacks' distributions
+    mon_plain = PLAIN_FULL.findall(mon_msg)
+    assert mon_plain[0] == "pip install trainbus-monitor-tfevents trainbus-monitor-json trainbus-monitor-stdout", \
+        mon_msg
+    _follow(venv, mon_plain[0], checkout, PIP_FIND_LINKS=str(wheelhouse))  # the plain form, an index serving them
+    warned = _defaults_warnings(venv)
+    assert warned["DEFAULT_CALLBACKS"] == "" and warned["DEFAULT_MONITORS"] == "", warned
+    assert warned["DEFAULT_CALLBACKS made"] == ["MergeAllSummaries_RunWithOp", "MovingAverageSummary", "ProgressBar",
+                                                "RunUpdateOps"], warned
+    assert warned["DEFAULT_MONITORS made"] == ["JSONWriter", "ScalarPrinter", "TFEventWriter"], warned
+
+    # a missing bundle: what `trainbus plugins` printed with no plugin installed
+    assert none_line.startswith("no trainbus plugin distributions are installed; the standard bundle: "), none_line
+    bundle_cmds = CHECKOUT_FULL.findall(none_line)
+    assert bundle_cmds == ["pip install --find-links dist 'trainbus[standard]'"], none_line
+    _follow(venv, bundle_cmds[0], checkout)
+    members = {"trainbus-saver", "trainbus-param", "trainbus-inference", "trainbus-sessinit",
+               "trainbus-trainers-single", "trainbus-dataflow"}
+    assert members <= set(venv.distributions()), venv.distributions()
+    listing = venv.run(trainbus_cmd, "plugins").stdout
+    assert "trainbus-saver 0.1.0  [bundle: standard]" in listing, listing
+
+    # an optional dependency of a trainbus extra: trainbus[keras] (tf-keras hidden to get the message)
+    msg = venv.py("import sys\nsys.modules['tf_keras'] = None\ntry:\n    import trainbus.contrib.keras\n"
+                  "except ImportError as e:\n    print(e)\n").stdout
+    keras_cmds = CHECKOUT_FULL.findall(msg)
+    assert keras_cmds == ["pip install --find-links dist 'trainbus[keras]'"], msg
+    # third-party dependencies (TensorFlow's own included) come from the public index: resolved
+    # there with --dry-run, the trainbus wheels from dist/ as printed
+    r = _pip(venv, "install", "--dry-run", *shlex.split(keras_cmds[0])[2:], cwd=checkout, index=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "does not provide the extra" not in r.stdout + r.stderr, r.stdout + r.stderr
+    assert re.search(r"tf-keras>=2\.16 .*\(from trainbus\[keras\]\)", r.stdout), r.stdout  # the extra's dependency
+    # trainbus-misc[ipython]: IPython comes from the public index, so pip resolves it there (--dry-run)
+    # (trainbus-misc is in no installed bundle: its missing-name hint first, followed from the checkout)
+    misc_cmds = CHECKOUT_FULL.findall(_missing(venv, "trainbus.callbacks", "InjectShell"))
+    assert misc_cmds == ["pip install --find-links dist trainbus-misc",
+                         "pip install --find-links dist 'trainbus[all]'"], misc_cmds
+    _follow(venv, misc_cmds[0], checkout)
+    out = venv.run(venv.python, "-c",
+                   "import importlib.util as u\nreal = u.find_spec\n"
+                   "u.find_spec = lambda n, *a: None if n == 'IPython' else real(n, *a)\n"
+                   "from trainbus.callbacks import InjectShell\nInjectShell(shell='ipython')\n")
+    text = out.stdout + out.stderr
+    ipy_cmds = CHECKOUT_FULL.findall(text)
+    assert ipy_cmds == ["pip install --find-links dist 'trainbus-misc[ipython]'"], text
+    r = _pip(venv, "install", "--dry-run", *shlex.split(ipy_cmds[0])[2:], cwd=checkout, index=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "does not provide the extra" not in r.stdout + r.stderr, r.stdout + r.stderr
+    assert re.search(r"^Would install .*\bipython-\d", r.stdout, re.M | re.I), r.stdout
+
+
+def test_check_distribution_of_a_missing_distribution_says_how_to_install_it(monkeypatch) -> None:
+    """``trainbus.testing.check_distribution``: a first-party distribution gets both install forms,
+    a package of one's own the editable or wheelhouse install (no name on a public index is implied)."""
+    import importlib_metadata as md
+
+    from trainbus.testing import check_distribution
+
+    real = md.distribution
+    monkeypatch.setattr(md, "distribution", lambda name: (_ for _ in ()).throw(md.PackageNotFoundError(name))
+                        if name == "trainbus-saver" else real(name))
+    assert check_distribution("trainbus-saver", raise_on_error=False) == [
+        "'trainbus-saver' is not installed in this environment; install it first: pip install trainbus-saver (from a "
+        "trainbus checkout: tools/build_wheels.sh, then pip install --find-links dist trainbus-saver)"]
+    assert check_distribution("trainbus-not-made-yet", raise_on_error=False) == [
+        "'trainbus-not-made-yet' is not installed in this environment; install it first: pip install -e <its source "
+        "directory>, or pip install --find-links <a directory of its wheels> trainbus-not-made-yet"]

@@ -296,7 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "plugin API or clashes with another distribution")
     sp.set_defaults(func=cmd_plugins)
     so = sub.add_parser("order", help="print the callback order per hook of a configured run")
-    so.add_argument("spec", metavar="SPEC", help="module:attr naming a TrainConfig, a list of callbacks, or a function returning one")
+    so.add_argument("spec", metavar="SPEC",
+                    help="module:attr naming a TrainConfig, a list of callbacks, or a function returning one")
     so.set_defaults(func=cmd_order)
     st = sub.add_parser("train", help="train the run described by a TOML file",
                         description="Train the run a TOML file describes (model, data, trainer, callbacks and "
@@ -308,7 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "and train nothing")
     st.set_defaults(func=cmd_train)
     sn = sub.add_parser("new-plugin", help="create a plugin distribution to start from")
-    sn.add_argument("name", metavar="NAME", help="the plugin's name, e.g. grad-stats (the distribution becomes trainbus-grad-stats)")
+    sn.add_argument("name", metavar="NAME",
+                    help="the plugin's name, e.g. grad-stats (the distribution becomes trainbus-grad-stats)")
     sn.add_argument("--dir", default=None, help="where to write it (default ./trainbus-NAME); must be empty or new")
     sn.set_defaults(func=cmd_new_plugin)
     return p
