@@ -19,6 +19,7 @@ import io
 import os
 import pathlib
 import re
+import subprocess
 import sys
 
 import pytest
@@ -131,10 +132,10 @@ def _fresh_graph_if_finalized() -> None:
         tf.compat.v1.reset_default_graph()
 
 
-@pytest.mark.parametrize("page", _python_pages())
-def test_python_blocks_of_page_run(page: pathlib.Path, fresh_process_state: pathlib.Path) -> None:
+def run_page(page: pathlib.Path) -> None:
+    """Run the python blocks of ``page`` in order in one namespace (in this process); raise
+    AssertionError naming the first block that fails, with its output."""
     namespace: dict = {"__name__": "__doc_example__"}
-    ran = 0
     for b in blocks_of(page):
         if b.lang != "python" or b.not_run is not None:
             continue
@@ -147,8 +148,22 @@ def test_python_blocks_of_page_run(page: pathlib.Path, fresh_process_state: path
         except BaseException as e:
             raise AssertionError(f"the python block at {b.where} fails: {type(e).__name__}: {e}\n"
                                  f"its output:\n{out.getvalue()[-2000:]}") from e
-        ran += 1
-    assert ran or all(b.not_run for b in blocks_of(page) if b.lang == "python")
+
+
+@pytest.mark.parametrize("page", _python_pages())
+def test_python_blocks_of_page_run(page: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """Each page runs in a process of its own, as a reader's script would: a page may switch
+    TensorFlow to graph mode (``disable_eager_execution``) or set other process-wide state."""
+    assert any(b.lang == "python" and b.not_run is None for b in blocks_of(page)) or all(
+        b.not_run for b in blocks_of(page) if b.lang == "python")
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    proc = subprocess.run([sys.executable, __file__, str(page)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=540)
+    if proc.returncode != 0:
+        marker = proc.stderr.find("AssertionError: the python block")
+        detail = proc.stderr[marker:] if marker >= 0 else proc.stderr[-3000:]
+        raise AssertionError(f"{page.relative_to(ROOT)}: {detail.strip()}")
 
 
 def _readers_own(problem) -> bool:
@@ -184,3 +199,8 @@ def test_toml_block(block: Block, fresh_process_state: pathlib.Path) -> None:
         page = block.page.relative_to(ROOT)
         assert not real, f"the run file at {block.where} has mistakes:\n" + "\n".join(
             f"  {page}:{block.line + (p.line or 0)}: {p.where}: {p.message}" for p in real)
+
+
+if __name__ == "__main__":  # one page's python blocks, in a process of their own (see above)
+    sys.path.insert(0, os.getcwd())
+    run_page(pathlib.Path(sys.argv[1]))
