@@ -7,6 +7,8 @@ TRAINER is ``ps`` (DistributedTrainerParameterServer) or ``replicated``
 script, as with a real cluster. Workers write ``OUT/start_w{task}.npz`` (after
 initialization), ``OUT/end_w{task}.npz`` and ``OUT/info_w{task}.json``; the chief-only
 callback writes ``OUT/chief_w{task}.txt``; only the chief has a log directory ``OUT/log``.
+With ``DIST_SIGNAL_TASK=n`` in the environment, worker n sends itself SIGTERM after its third
+step (every process must then stop, the chief writing its final checkpoint).
 """
 
 from __future__ import annotations
@@ -106,6 +108,22 @@ class ChiefMarker(Callback):
         atomic_write_text(os.path.join(OUT, f"chief_w{TASK}.txt"), f"epoch {self.epoch_num}\n")
 
 
+class SignalSelf(Callback):
+    """Sends this worker SIGTERM after its own third step, as an operator would."""
+
+    _chief_only = False
+
+    def __init__(self):
+        self.steps = 0
+
+    def _trigger_step(self):
+        self.steps += 1
+        if self.steps == 3:
+            import signal
+
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
 def optional(name):
     try:
         return getattr(trainbus.callbacks, name)
@@ -132,6 +150,8 @@ def main():
     if jsonw is not None:
         monitors.append(jsonw())
         dump.optional.append("JSONWriter")
+    if os.environ.get("DIST_SIGNAL_TASK") == str(TASK) and JOB == "worker":
+        callbacks.append(SignalSelf())
     ds = tiny_dataflow(n=32, batch=4, seed=TASK)
     cfg = trainbus.train.TrainConfig(model=Model(), data=trainbus.input_source.QueueInput(ds), callbacks=callbacks,
                                      extra_callbacks=[], monitors=monitors, max_epoch=2, steps_per_epoch=5,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -30,11 +31,11 @@ def free_ports(n: int) -> list[int]:
     return pick(n)
 
 
-def run_cluster(out: Path, trainer: str, gpus: int = 1):
+def run_cluster(out: Path, trainer: str, gpus: int = 1, **extra_env: str):
     """Start ps 0, worker 0, worker 1; wait for all; returns {name: (rc, log)}."""
     out.mkdir(parents=True, exist_ok=True)
     ports = [str(p) for p in free_ports(3)]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1", **extra_env)
     procs = {}
     for name, job, task in (("ps", "ps", 0), ("w0", "worker", 0), ("w1", "worker", 1)):
         log = open(out / f"{name}.log", "wb")
@@ -117,6 +118,33 @@ def test_parameter_server_cluster_trains_and_shuts_down(tmp_path):
     result, took = run_cluster(out, "ps", gpus=1)
     info0, info1 = check_common(out, result, took)
     assert info1["local_vars"] == []
+
+
+@pytest.mark.slow
+def test_a_signal_to_a_worker_names_the_chiefs_final_checkpoint(tmp_path):
+    """SIGTERM to worker 1 after its third step: every process ends with status 128 + 15 and one
+    line; the chief's names the final checkpoint it wrote at its last step (as a single-process
+    run's does); worker 1, which runs no saver, does not claim that no checkpoint was written."""
+    out = tmp_path / "signal"
+    result, took = run_cluster(out, "ps", DIST_SIGNAL_TASK="1")
+    assert took < LIMIT
+    lines = {}
+    for name, (rc, log) in result.items():
+        assert rc == 128 + int(signal.SIGTERM), f"{name} exited with {rc}:\n{log[-3000:]}"
+        found = [ln for ln in log.splitlines() if ln.startswith("trainbus: training interrupted")]
+        assert len(found) == 1, (name, log[-3000:])
+        lines[name] = found[0][len("trainbus: "):]
+    info0 = json.loads((out / "info_w0.json").read_text())
+    assert "ModelSaver" in info0["optional"], "the trainbus-saver plugin is needed for this test"
+    m = re.match(r"training interrupted by SIGTERM received by worker 1 at epoch \d+, global step (\d+);",
+                 lines["w0"])
+    assert m, lines["w0"]
+    step = int(m.group(1))
+    assert lines["w0"].endswith(f"; final checkpoint {out / 'log' / f'model-{step}'}"), lines["w0"]
+    assert (out / "log" / f"model-{step}.index").is_file()
+    assert f'model_checkpoint_path: "model-{step}"' in (out / "log" / "checkpoint").read_text()
+    assert re.fullmatch(r"training interrupted by SIGTERM at epoch \d+, global step \d+", lines["w1"]), lines["w1"]
+    assert lines["ps"] == "training interrupted by SIGTERM received by worker 1", lines["ps"]
 
 
 # ---------------------------------------------------------------- in-process

@@ -2,7 +2,8 @@
 ``horovodrun --gloo -np 2 -H localhost:2 python hvd_worker.py OUT SCENARIO``.
 
 Scenarios: ``normal`` (train, dump weights per rank), ``fail`` (rank 1 raises at step 3),
-``mismatch`` (rank 1 builds one more variable than rank 0).
+``mismatch`` (rank 1 builds one more variable than rank 0), ``signal1`` (rank 1 sends itself
+SIGTERM after step 3; every rank stops, the chief writes its final checkpoint).
 Each rank writes ``OUT/start_rank{r}.npz`` (after init + broadcast) and
 ``OUT/end_rank{r}.npz`` (after training); the chief-only callback writes
 ``OUT/chief_rank{r}.txt``; rank 0 alone has a log directory ``OUT/log``.
@@ -101,6 +102,18 @@ class Boom(Callback):
             raise RuntimeError("rank 1 fails on purpose")
 
 
+class SignalSelf(Callback):
+    """Rank 1 sends itself SIGTERM after global step 3, as an operator would."""
+
+    _chief_only = False
+
+    def _trigger_step(self):
+        if RANK == 1 and self.global_step == 3:
+            import signal
+
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
 def optional(name):
     try:
         return getattr(trainbus.callbacks, name)
@@ -125,6 +138,8 @@ def main():
         dump.optional.append("JSONWriter")
     if SCENARIO == "fail":
         callbacks.append(Boom())
+    if SCENARIO == "signal1":
+        callbacks.append(SignalSelf())
     cfg = trainbus.train.TrainConfig(
         model=Model(), data=trainbus.input_source.FeedInput(tiny_dataflow(n=32, batch=4, seed=RANK)),
         callbacks=callbacks, extra_callbacks=[], monitors=monitors, max_epoch=2, steps_per_epoch=4,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -112,6 +113,32 @@ def test_ranks_with_different_variables_fail_fast_naming_it(tmp_path):
     assert "VariableMismatchError" in log
     assert "variable 'extra_bias' ([3]|float32) exists on rank 1 but not on rank 0" in log
     assert not (out / "start_rank0.npz").exists()  # stopped before training
+
+
+@pytest.mark.slow
+def test_a_signal_to_one_rank_names_the_chiefs_final_checkpoint(tmp_path):
+    """SIGTERM to rank 1 after step 3: every rank stops after the same step and prints one line;
+    the chief's names the final checkpoint it wrote at that step (as a single-process run's
+    does); rank 1, which runs no saver, does not claim that no checkpoint was written."""
+    out = tmp_path / "signal"
+    rc, log, took = launch(out, "signal1")
+    assert rc != 0, log[-4000:]
+    assert took < LIMIT
+    info0 = json.loads((out / "info_rank0.json").read_text())
+    assert "ModelSaver" in info0["optional"], "the trainbus-saver plugin is needed for this test"
+    lines = {r: [ln.split(":trainbus: ", 1)[1] for ln in log.splitlines()
+                 if ln.startswith(f"[{r}]<stderr>:trainbus: training interrupted")] for r in (0, 1)}
+    assert len(lines[0]) == 1 and len(lines[1]) == 1, log[-4000:]
+    line0, line1 = lines[0][0], lines[1][0]
+    m = re.match(r"training interrupted by SIGTERM received by rank 1 at epoch (\d+), global step (\d+);", line0)
+    assert m, line0
+    epoch, step = int(m.group(1)), int(m.group(2))
+    assert step >= 3
+    ckpt = out / "log" / f"model-{step}"
+    assert line0.endswith(f"; final checkpoint {ckpt}"), line0
+    assert (out / "log" / f"model-{step}.index").is_file()
+    assert f'model_checkpoint_path: "model-{step}"' in (out / "log" / "checkpoint").read_text()
+    assert line1 == f"training interrupted by SIGTERM at epoch {epoch}, global step {step}", line1
 
 
 # ---------------------------------------------------------------- in-process (size 1)

@@ -3,6 +3,7 @@ train; worker task 0 is the chief."""
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import time
@@ -10,7 +11,7 @@ from typing import Any, Callable
 
 import tensorflow as tf
 
-from trainbus.callbacks.base import Callback
+from trainbus.callbacks.base import Callback, ProxyCallback
 from trainbus.tfutils.common import get_global_step_var
 from trainbus.tfutils.tower import TowerFunc
 from trainbus.plugin_api import TrainingInterrupted, signum_of_reason
@@ -168,6 +169,44 @@ def serve_parameter_server(server: Any, timeout: float | None = None) -> None:
     if stop is not None and 1 < stop[0] < PS_SIGNAL:
         raise TrainingInterrupted(signal.Signals(stop[0]).name, None, None, stop[0], origin=f"worker {stop[1]}")
 
+def _checkpoint_kwargs(trainer: Any) -> dict:
+    """What a ``TrainingInterrupted`` of ``trainer``'s process says about checkpoints, as the
+    single-process trainer says it: the newest checkpoint (prefix, global step) listed in the
+    directory of its ``ModelSaver`` (None when that lists none, or when the chief has no saver).
+    Empty on a non-chief process without a saver: the chief-only savers run on the chief, so
+    this process cannot tell (the chief's line names the checkpoint)."""
+    pm = trainer.plugin_manager
+    todo = list(pm.ordered) if pm is not None else []
+    while todo:
+        cb = todo.pop(0)
+        if isinstance(cb, ProxyCallback):
+            todo.append(cb.cb)
+        todo.extend(getattr(cb, "cbs", None) or ())
+        if not any(k.__name__ == "ModelSaver" for k in type(cb).__mro__):
+            continue
+        d = getattr(cb, "checkpoint_dir", None)
+        if d:
+            path, step = _newest_in(os.fspath(d))
+            return {"checkpoint": path, "checkpoint_step": step}
+    return {"checkpoint": None} if trainer.is_chief else {}
+
+
+def _newest_in(d: str) -> tuple[str | None, int | None]:
+    """(absolute prefix, global step) of the newest checkpoint the state file of ``d`` names, if
+    its index file exists; (None, None) otherwise."""
+    try:
+        state = tf1.train.get_checkpoint_state(d)
+    except Exception:  # noqa: BLE001 - a damaged state file is reported by the restore paths
+        return None, None
+    if state is None or not state.model_checkpoint_path:
+        return None, None
+    path = state.model_checkpoint_path
+    path = os.path.abspath(path if os.path.isabs(path) else os.path.join(d, path))
+    if not os.path.isfile(path + ".index"):
+        return None, None
+    m = re.search(r"-(\d+)$", path)
+    return path, (int(m.group(1)) if m else None)
+
 
 def threading_is_main() -> bool:
     import threading
@@ -292,12 +331,21 @@ class DistributedTrainerBase(SingleCostTrainer):
             serve_parameter_server(self.server)
             return
         self._peer_signal = None
-        super().train(callbacks, monitors, session_creator, session_init, steps_per_epoch, starting_epoch, max_epoch)
+        try:
+            super().train(callbacks, monitors, session_creator, session_init, steps_per_epoch, starting_epoch,
+                          max_epoch)
+        except TrainingInterrupted as e:
+            if e.origin is None and not self.is_chief and not _checkpoint_kwargs(self):
+                # the signal came here, to a worker without the chief-only savers: not "no checkpoint"
+                raise TrainingInterrupted(e.signame, e.epoch, e.global_step, e.signum) from None
+            raise
         if self._peer_signal is not None:
-            # every process of the job ends the same way: non-zero, with one line
+            # every process of the job ends the same way: non-zero, with one line (the chief's
+            # names its final checkpoint, as after a signal of its own)
             signum, task = self._peer_signal
             raise TrainingInterrupted(signal.Signals(signum).name, self.epoch_num, self.global_step, signum,
-                                      origin=f"worker {task}" if task >= 0 else "a parameter server")
+                                      origin=f"worker {task}" if task >= 0 else "a parameter server",
+                                      **_checkpoint_kwargs(self))
 
     def train_with_config(self, config: Any) -> None:
         if self.job_name == "ps":
