@@ -59,6 +59,20 @@ def _reset_logger_dir():
 
 
 @pytest.fixture(autouse=True)
+def _process_stays_eager(request):
+    """A test must leave TensorFlow as it found it: a test that switches the whole worker to graph
+    mode (``disable_eager_execution``) or leaves a graph entered makes every later training in that
+    worker share one graph. This names the test that did it instead of the hundreds that fail after."""
+    tf = sys.modules.get("tensorflow")
+    eager_before = tf.executing_eagerly() if tf is not None else True
+    yield
+    tf = sys.modules.get("tensorflow")
+    if tf is not None and eager_before and not tf.executing_eagerly():
+        pytest.fail(f"{request.node.nodeid} left TensorFlow in graph mode (disable_eager_execution or an entered "
+                    "graph): run such code in a subprocess", pytrace=False)
+
+
+@pytest.fixture(autouse=True)
 def _one_cluster_at_a_time(request):
     """Tests marked ``cluster`` pick free ports by binding to port 0 and releasing them; two
     such clusters starting at once on one machine can take each other's ports, so they run
