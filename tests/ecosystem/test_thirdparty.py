@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import shlex
 import shutil
 import subprocess
 import sys
@@ -94,30 +95,42 @@ def test_thirdparty_package_beside_trainbus(fresh_venv, tmp_path) -> None:
 
 @pytest.mark.slow
 def test_new_plugin_scaffold_installs_and_passes_its_tests(fresh_venv, tmp_path) -> None:
+    """In an environment set up as documented (``trainbus[standard]`` from the wheelhouse), the
+    "next:" line ``trainbus new-plugin`` prints is followed as printed: the editable install with
+    the ``test`` extra, then pytest in the package's directory."""
+    venv = fresh_venv("scaffold")
+    venv.install("trainbus[standard]")
     target = tmp_path / "mine"
-    r = subprocess.run([sys.executable, "-m", "trainbus", "new-plugin", "grad-stats", "--dir", str(target)],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    trainbus_cmd = str(venv.path / "bin" / "trainbus")
+    r = venv.run(trainbus_cmd, "new-plugin", "grad-stats", "--dir", str(target))
     assert "trainbus.callbacks.GradStatsCallback" in r.stdout
     files = sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file())
     assert files == ["README.md", "pyproject.toml", "src/trainbus_grad_stats/__init__.py",
                      "src/trainbus_grad_stats/py.typed", "tests/test_trainbus_grad_stats.py"]
     # refuses to overwrite, and refuses unusable names, with the reason
-    again = subprocess.run([sys.executable, "-m", "trainbus", "new-plugin", "grad-stats", "--dir", str(target)],
-                           capture_output=True, text=True)
+    again = venv.run(trainbus_cmd, "new-plugin", "grad-stats", "--dir", str(target), check=False)
     assert again.returncode == 2 and "exists and is not empty" in again.stderr
-    bad = subprocess.run([sys.executable, "-m", "trainbus", "new-plugin", "Grad Stats", "--dir", str(tmp_path / "x")],
-                         capture_output=True, text=True)
+    bad = venv.run(trainbus_cmd, "new-plugin", "Grad Stats", "--dir", str(tmp_path / "x"), check=False)
     assert bad.returncode == 2 and "lowercase letters, digits and single dashes" in bad.stderr
-    wheels = _wheel_of(target, tmp_path / "build")
-    venv = fresh_venv("scaffold")
-    # the core and the package with its `test` extra, nothing named by hand: the extra brings what
-    # its tests need (the trainer of the training test)
-    venv.install("trainbus", "trainbus-grad-stats[test]", find_links=[wheels])
-    assert venv.distributions() == {"trainbus": "0.1.0", "trainbus-grad-stats": "0.1.0",
-                                    "trainbus-trainers-single": "0.1.0"}
-    out = venv.run(str(venv.path / "bin" / "trainbus"), "plugins", "--strict").stdout
+    # the printed next step: `pip install -e '<dir>[test]' && (cd <dir> && pytest)`, and nothing else
+    # (trainbus-trainers-single, which the test extra needs, is installed)
+    lines = r.stdout.splitlines()
+    assert lines[-1] == f"next: pip install -e {shlex.quote(f'{target}[test]')} && (cd {target} && pytest)", r.stdout
+    install, test = lines[-1][len("next: "):].split(" && ", 1)
+    argv = shlex.split(install)
+    assert argv[:3] == ["pip", "install", "-e"], install
+    # pip of this test's interpreter acting on the venv; the build backend (setuptools) comes from
+    # the package index for pip's isolated build, the trainbus distributions are installed already
+    pip = subprocess.run([sys.executable, "-m", "pip", "--python", venv.python, *argv[1:]], capture_output=True,
+                         text=True, env=venv.env(), timeout=600)
+    assert pip.returncode == 0, pip.stdout + pip.stderr
+    assert "does not provide the extra" not in pip.stdout + pip.stderr, pip.stdout + pip.stderr
+    dists = venv.distributions()
+    assert dists["trainbus-grad-stats"] == "0.1.0" and "trainbus-trainers-single" in dists, dists
+    out = venv.run(trainbus_cmd, "plugins", "--strict").stdout
     assert "trainbus-grad-stats 0.1.0" in out and "trainbus.callbacks.GradStatsMonitor" in out
+    # `(cd <dir> && pytest)`: the tests from the package's directory (pytest as a module of the venv)
+    assert test == f"(cd {target} && pytest)"
     r = _run_tests_in(venv, target)
     assert r.returncode == 0 and "3 passed" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
 
