@@ -21,13 +21,16 @@ name                           what
 ``contribution_manager()``     the process's plugin manager for the contribution hooks
                                (``default_callbacks``, ``default_monitors``, ``sessinit_for``)
 ``drop_hooks(member, hooks)``  stop calling a registered callback for some hooks
+``default_monitor(slot, cls)`` a ``default_monitors`` hook implementation that contributes
+                               the monitor ``cls`` (``"package:Class"``, imported only when
+                               ``DEFAULT_MONITORS()`` makes one) at ``slot``
 ``PLUGIN_API_VERSION``         the plugin API version this core implements
 =============================  ==============================================================
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from trainbus.bus.hookspecs import hookimpl
 from trainbus.bus.manager import PluginWarning, contribution_manager
@@ -37,7 +40,7 @@ from trainbus.utils.lazytf import tf, tf1
 
 __all__ = [
     "tf", "tf1", "hookimpl", "StopTraining", "TrainingInterrupted", "signum_of_reason", "PluginWarning",
-    "contribution_manager", "drop_hooks", "PLUGIN_API_VERSION",
+    "contribution_manager", "drop_hooks", "default_monitor", "PLUGIN_API_VERSION",
 ]
 
 
@@ -48,6 +51,36 @@ def drop_hooks(member: Any, hooks: Iterable[str]) -> None:
     pm = getattr(trainer, "plugin_manager", None)
     if pm is not None:
         pm.drop(member, hooks)
+
+
+def default_monitor(slot: int, cls: str) -> Callable[[], list[tuple[int, Callable[[], Any]]]]:
+    """A ``default_monitors`` hook implementation contributing one monitor, made with its
+    default arguments, to ``DEFAULT_MONITORS()`` at ``slot`` (lower slots come first). ``cls``
+    is ``"package.module:Class"``; it is imported only when a monitor is made, so the plugin
+    module (loaded at every trainer setup) stays light::
+
+        # trainbus_mything/_plugin.py, registered under [project.entry-points."trainbus.plugins"]
+        from trainbus.plugin_api import default_monitor
+
+        default_monitors = default_monitor(40, "trainbus_mything:MyWriter")
+    """
+    module, _, name = cls.partition(":")
+    if not module or not name.isidentifier() or isinstance(slot, bool) or not isinstance(slot, int):
+        raise ValueError(f"default_monitor({slot!r}, {cls!r}): give an int slot and the monitor class as "
+                         "\"package.module:Class\"")
+
+    def factory() -> Any:
+        import importlib
+
+        return getattr(importlib.import_module(module), name)()
+
+    factory.__name__ = factory.__qualname__ = name
+    factory.__doc__ = f"A new ``{name}()`` with its default arguments."
+
+    def default_monitors() -> list[tuple[int, Callable[[], Any]]]:
+        return [(slot, factory)]
+
+    return hookimpl(default_monitors)
 
 
 def __getattr__(name: str) -> Any:

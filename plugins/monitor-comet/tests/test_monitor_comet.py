@@ -111,3 +111,14 @@ def test_conformance():
     from trainbus.testing import check_distribution
 
     check_distribution("trainbus-monitor-comet")
+
+
+def test_a_missing_comet_ml_names_the_package_to_install(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "comet_ml", None)  # import comet_ml raises ImportError
+    with pytest.raises(ImportError) as err:
+        trainbus.callbacks.CometMLMonitor(offline_directory="unused")
+    msg = str(err.value)
+    assert "CometMLMonitor needs the comet_ml package" in msg and msg.endswith("pip install comet_ml")
+    assert "trainbus-monitor-comet" not in msg

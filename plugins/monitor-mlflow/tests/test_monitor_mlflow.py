@@ -92,3 +92,14 @@ def test_conformance():
     from trainbus.testing import check_distribution
 
     check_distribution("trainbus-monitor-mlflow")
+
+
+def test_a_missing_mlflow_names_the_package_to_install(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "mlflow", None)  # import mlflow raises ImportError
+    with pytest.raises(ImportError) as err:
+        trainbus.callbacks.MLflowMonitor()
+    msg = str(err.value)
+    assert "MLflowMonitor needs the mlflow package" in msg and msg.endswith("pip install mlflow-skinny (or the full mlflow)")
+    assert "trainbus-monitor-mlflow" not in msg

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import struct
+import sys
 import time
 import zlib
 
@@ -30,6 +31,7 @@ def wandb_home(tmp_path, monkeypatch):
         monkeypatch.setenv(var, str(home / sub))
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.setenv("WANDB_CONSOLE", "off")  # no test leaves W&B's console capture behind
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     monkeypatch.delenv("WANDB_PROJECT", raising=False)
     yield home / "runs"
@@ -192,6 +194,55 @@ def test_scalars_images_histograms_at_the_global_step(logdir, wandb_home):
     assert {c.key: json.loads(c.value_json) for c in run.run.config.update}["lr"] == 0.1
     assert json.loads((logdir / "wandb-run.json").read_text())["run_id"] == run.id
     assert mon.run_file == str(logdir / "wandb-run.json")
+
+
+def _console_callbacks():
+    """W&B's callbacks on writes to sys.stdout / sys.stderr (its console capture)."""
+    from wandb.sdk.lib import console_capture
+
+    return dict(console_capture._stdout_callbacks), dict(console_capture._stderr_callbacks)
+
+
+def test_the_console_is_left_as_it_was(logdir, wandb_home, monkeypatch):
+    """By default the monitor asks W&B for no console capture: nothing hooks sys.stdout or
+    sys.stderr during the training, and both are the same objects afterwards."""
+    monkeypatch.delenv("WANDB_CONSOLE")
+    before = (sys.stdout, sys.stderr, sys.stdout.write, sys.stderr.write, _console_callbacks())
+    during = []
+
+    class Look(Callback):
+        def _trigger_epoch(self):
+            during.append(_console_callbacks())
+
+    mon = trainbus.callbacks.WandbMonitor(project="tiny")
+    train_tiny(callbacks=[Look(), PutStats()], monitors=[mon], max_epoch=2, steps_per_epoch=2)
+    assert mon.run is None and offline_runs(wandb_home)
+    assert during == [before[4]] * 2
+    assert (sys.stdout, sys.stderr, sys.stdout.write, sys.stderr.write, _console_callbacks()) == before
+
+
+def test_a_capture_asked_for_ends_with_the_run(logdir, wandb_home):
+    """A user who asks W&B to capture the console gets it while training, and no hook remains
+    after the run finished."""
+    before = _console_callbacks()
+    during = []
+
+    class Look(Callback):
+        def _trigger_epoch(self):
+            during.append(_console_callbacks())
+
+    mon = trainbus.callbacks.WandbMonitor(project="tiny", settings=wandb.Settings(console="wrap"))
+    train_tiny(callbacks=[Look()], monitors=[mon], max_epoch=1, steps_per_epoch=2)
+    assert len(during[0][0]) == len(before[0]) + 1
+    assert _console_callbacks() == before
+
+
+def test_a_missing_wandb_names_the_package_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "wandb", None)  # import wandb raises ImportError
+    with pytest.raises(ImportError) as err:
+        trainbus.callbacks.WandbMonitor(project="tiny")
+    assert "WandbMonitor needs the wandb package" in str(err.value) and str(err.value).endswith("pip install wandb")
+    assert "trainbus-monitor-wandb" not in str(err.value)
 
 
 def test_a_non_chief_trainer_creates_no_run(logdir, wandb_home):

@@ -38,6 +38,9 @@ MONITOR_METHOD_PARAMS: dict[str, tuple[str, ...]] = {
 
 _TOWER_PREFIX = re.compile(r"tower[0-9]+/")
 
+#: what a disabled monitor (``enabled`` False) is registered for
+_DISABLED_HOOKS = frozenset({"setup_graph"})
+
 
 class MonitorBase(Callback):
     """Base class of monitor backends.
@@ -49,11 +52,18 @@ class MonitorBase(Callback):
     any names: trainbus passes the values by position, as in ``process_summary(self, s)``.
     """
 
+    #: Whether the backend has somewhere to write. A backend without one (e.g. a file writer
+    #: constructed without a logger directory) sets or overrides it to be False: it is then
+    #: registered for ``setup_graph`` only and receives nothing.
+    enabled: bool = True
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         check_overrides(cls, MONITOR_METHOD_PARAMS)
 
     def hooks_used(self) -> frozenset[str]:
+        if not self.enabled:
+            return _DISABLED_HOOKS
         cls = type(self)
         cache = cls.__dict__.get("_trainbus_monitor_hooks")
         if cache is None:
@@ -62,7 +72,15 @@ class MonitorBase(Callback):
                 if any(getattr(cls, m) is not getattr(MonitorBase, m) for m in methods)
             )
             setattr(cls, "_trainbus_monitor_hooks", cache)
-        return super().hooks_used() | cache
+        used = super().hooks_used() | cache
+        off = self._hooks_turned_off()
+        return used - frozenset(off) if off else used
+
+    def _hooks_turned_off(self) -> Iterable[str]:
+        """Hooks this instance does not need although its class implements them (an option
+        turned off, e.g. ``log_images=False`` drops ``process_image``): they are not
+        registered, so they cost nothing. Default: none."""
+        return ()
 
     def process(self, name: str, val: Any) -> None:
         """Process one key-value pair (scalars and images by default come here)."""

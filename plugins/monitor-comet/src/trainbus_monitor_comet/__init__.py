@@ -48,7 +48,8 @@ class CometMLMonitor(MonitorBase):
             try:
                 import comet_ml
             except ImportError as e:
-                raise ImportError("CometMLMonitor needs comet_ml: pip install trainbus-monitor-comet (or comet_ml)") from e
+                raise ImportError(f"CometMLMonitor needs the comet_ml package, which does not import here ({e}): "
+                                  "pip install comet_ml") from e
             kwargs.setdefault("auto_output_logging", None)
             cls = comet_ml.OfflineExperiment if "offline_directory" in kwargs else comet_ml.Experiment
             self._exp = cls(**kwargs)

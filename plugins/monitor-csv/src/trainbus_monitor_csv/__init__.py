@@ -15,7 +15,6 @@ from trainbus.utils.fs import atomic_write_text
 
 __all__ = ["CSVWriter"]
 
-_ALWAYS = frozenset({"setup_graph"})
 _KEYS = ("epoch_num", "global_step")
 
 
@@ -59,9 +58,6 @@ class CSVWriter(MonitorBase):
     def filename(self) -> str | None:
         """The path of the CSV file (None when disabled)."""
         return self._fname
-
-    def hooks_used(self) -> frozenset[str]:
-        return super().hooks_used() if self.enabled else _ALWAYS
 
     # ------------------------------------------------------------------ hooks
     def _before_train(self) -> None:

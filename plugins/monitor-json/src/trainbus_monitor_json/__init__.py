@@ -20,7 +20,6 @@ from trainbus.utils.fs import atomic_write_text
 
 __all__ = ["JSONWriter"]
 
-_ALWAYS = frozenset({"setup_graph"})
 
 
 class JSONWriter(MonitorBase):
@@ -61,9 +60,6 @@ class JSONWriter(MonitorBase):
     def enabled(self) -> bool:
         """False when there was no logger directory at construction."""
         return self._dir is not None
-
-    def hooks_used(self) -> frozenset[str]:
-        return super().hooks_used() if self.enabled else _ALWAYS
 
     # ------------------------------------------------------------------ reading
     @staticmethod

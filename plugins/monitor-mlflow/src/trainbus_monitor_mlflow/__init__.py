@@ -62,8 +62,8 @@ class MLflowMonitor(MonitorBase):
         try:
             from mlflow import MlflowClient
         except ImportError as e:
-            raise ImportError("MLflowMonitor needs MLflow: pip install trainbus-monitor-mlflow "
-                              "(or mlflow-skinny / mlflow)") from e
+            raise ImportError(f"MLflowMonitor needs the mlflow package, which does not import here ({e}): "
+                              "pip install mlflow-skinny (or the full mlflow)") from e
         self._client = MlflowClient(tracking_uri=tracking_uri)
         self._tracking_uri = tracking_uri
         self._experiment_name = experiment_name
@@ -86,11 +86,8 @@ class MLflowMonitor(MonitorBase):
         """The id of the run logged into (after training started)."""
         return self._run_id
 
-    def hooks_used(self) -> frozenset[str]:
-        used = set(super().hooks_used())
-        if not self._log_images:
-            used.discard("process_image")
-        return frozenset(used)
+    def _hooks_turned_off(self) -> tuple[str, ...]:
+        return () if self._log_images else ("process_image",)
 
     # ------------------------------------------------------------------ hooks
     def _before_train(self) -> None:

@@ -55,13 +55,10 @@ class ScalarPrinter(MonitorBase):
         self._enable_epoch = bool(enable_epoch)
         self._dic: dict[str, float] = {}
 
-    def hooks_used(self) -> frozenset[str]:
-        used = set(super().hooks_used())
-        if not self._enable_step:
-            used.discard("trigger_step")  # nothing to do per step: costs nothing per step
-        if not self._enable_epoch:
-            used.discard("trigger_epoch")
-        return frozenset(used)
+    def _hooks_turned_off(self) -> list[str]:
+        # nothing to do per step: costs nothing per step
+        return [hook for hook, on in (("trigger_step", self._enable_step), ("trigger_epoch", self._enable_epoch))
+                if not on]
 
     def _matches(self, name: str) -> bool:
         if self._whitelist is not None and not any(r.search(name) for r in self._whitelist):

@@ -11,7 +11,6 @@ from trainbus.utils import logger
 
 __all__ = ["TFEventWriter"]
 
-_ALWAYS = frozenset({"setup_graph"})
 _file_counter = itertools.count()
 
 
@@ -59,9 +58,6 @@ class TFEventWriter(MonitorBase):
     @property
     def logdir(self) -> str | None:
         return self._logdir
-
-    def hooks_used(self) -> frozenset[str]:
-        return super().hooks_used() if self.enabled else _ALWAYS
 
     def _new_writer(self) -> Any:
         from trainbus import plugin_api as _tf

@@ -127,6 +127,11 @@ class WandbMonitor(MonitorBase):
     :param init_kwargs: further arguments of ``wandb.init`` (``job_type``, ``settings``,
         ``save_code``, ...).
 
+    W&B's console capture is off unless asked for (``WANDB_CONSOLE=wrap`` in the environment, or
+    ``settings=wandb.Settings(console="wrap")``): trainbus's log already goes to the log
+    directory, and the capture hooks every write to ``sys.stdout``/``sys.stderr`` of the process,
+    which must not outlive the run.
+
     W&B keeps one value per name and step, and drops data logged at a step lower than the
     run's latest one: a training resumed from a checkpoint older than the run's last logged
     step loses what it logs before it passes that step (a warning says so).
@@ -160,7 +165,8 @@ class WandbMonitor(MonitorBase):
         try:
             import wandb  # noqa: F401
         except ImportError as e:
-            raise ImportError("WandbMonitor needs wandb: pip install trainbus-monitor-wandb (or wandb)") from e
+            raise ImportError(f"WandbMonitor needs the wandb package, which does not import here ({e}): "
+                              "pip install wandb") from e
         self._project = project
         self._name = name
         self._entity = entity
@@ -196,13 +202,9 @@ class WandbMonitor(MonitorBase):
         without a log directory)."""
         return self._run_file
 
-    def hooks_used(self) -> frozenset[str]:
-        used = set(super().hooks_used())
-        if not self._log_images:
-            used.discard("process_image")
-        if not self._log_histograms:
-            used.discard("process_summary")
-        return frozenset(used)
+    def _hooks_turned_off(self) -> list[str]:
+        return [hook for hook, on in (("process_image", self._log_images), ("process_summary", self._log_histograms))
+                if not on]
 
     # ------------------------------------------------------------------ hooks
     def _before_train(self) -> None:
@@ -221,9 +223,12 @@ class WandbMonitor(MonitorBase):
             wandb_dir = logdir
         if wandb_dir is not None:
             os.makedirs(wandb_dir, exist_ok=True)
+        kwargs = dict(self._init_kwargs)
+        if "settings" not in kwargs and not os.environ.get("WANDB_CONSOLE"):
+            kwargs["settings"] = wandb.Settings(console="off")
         run = wandb.init(project=self._project, entity=self._entity, name=self._name, group=self._group,
                          tags=self._tags, notes=self._notes, config=self._config, dir=wandb_dir, mode=self._mode,
-                         id=run_id, resume="allow", reinit="create_new", **self._init_kwargs)
+                         id=run_id, resume="allow", reinit="create_new", **kwargs)
         self._run, self._run_id = run, run.id
         self._pending, self._pending_step = {}, self.trainer.global_step
         disabled = bool(getattr(run, "disabled", False))
