@@ -8,8 +8,9 @@ A name users import from module ``M`` (``trainbus.callbacks``, ``trainbus.train`
 from __future__ import annotations
 
 import functools
+import importlib
 import re
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from importlib_metadata import EntryPoint, entry_points
 
@@ -205,8 +206,14 @@ def installed_names(groups: Iterable[str]) -> list[str]:
 
 
 def make_module_getattr(module: str, groups: tuple[str, ...], namespace: dict,
-                        core_all: Iterable[str] | None = None) -> tuple[Any, Any]:
+                        core_all: Iterable[str] | None = None, *, lazy: Mapping[str, str] | None = None,
+                        submodules: Iterable[str] = ()) -> tuple[Any, Any]:
     """PEP 562 ``__getattr__``/``__dir__`` pair for a facade module.
+
+    A name is looked up, in this order, in ``lazy`` (name -> the module it is imported from
+    on first use, then kept in ``namespace``), in ``submodules`` (names of the package's
+    submodules, imported on attribute access), then among the names installed distributions
+    declare in ``groups`` (no groups: the module has no other names).
 
     With ``core_all`` (the module's own public names; the module then defines no ``__all__``),
     ``module.__all__`` is computed on access: those names, then every name an installed
@@ -214,17 +221,26 @@ def make_module_getattr(module: str, groups: tuple[str, ...], namespace: dict,
     ``from module import *`` binds the plugins' names too.
     """
     core_names = tuple(core_all) if core_all is not None else None
+    lazy = dict(lazy or {})
+    subs = frozenset(submodules)
 
     def __getattr__(name: str) -> Any:
         if name == "__all__" and core_names is not None:
             return list(dict.fromkeys([*core_names, *installed_names(groups)]))
         if name.startswith("__"):
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        value = resolve(module, name, groups)
+        if name in lazy:
+            value = getattr(importlib.import_module(lazy[name]), name)
+        elif name in subs:
+            return importlib.import_module(f"{module}.{name}")
+        elif groups:
+            value = resolve(module, name, groups)
+        else:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
         namespace[name] = value  # later lookups skip __getattr__
         return value
 
     def __dir__() -> list[str]:
-        return sorted({*namespace, *installed_names(groups)})
+        return sorted({*namespace, *installed_names(groups), *lazy, *subs})
 
     return __getattr__, __dir__

@@ -162,12 +162,6 @@ def repeat_forever(ds: Any) -> Iterator[Any]:
 
 _CORE_ALL = ["DataFlow", "RNGDataFlow", "ProxyDataFlow", "DataFlowTerminated", "DataFlowReentrantGuard", "is_dataflow",
              "dataflow_len", "repeat_forever", "get_rng"]
-_plugin_getattr, __dir__ = _registry.make_module_getattr(__name__, ("trainbus.dataflow",), globals())
-
-
-def __getattr__(name: str) -> Any:
-    # ``__all__`` is computed on access so that ``from trainbus.dataflow import *`` also binds
-    # every name an installed plugin declares (read from metadata; each is imported on demand).
-    if name == "__all__":
-        return [*_CORE_ALL, *(n for n in _registry.installed_names(("trainbus.dataflow",)) if n not in _CORE_ALL)]
-    return _plugin_getattr(name)
+# ``__all__`` is computed on access so that ``from trainbus.dataflow import *`` also binds every
+# name an installed plugin declares (read from metadata; each is imported on demand).
+__getattr__, __dir__ = _registry.make_module_getattr(__name__, ("trainbus.dataflow",), globals(), _CORE_ALL)

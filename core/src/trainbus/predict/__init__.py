@@ -20,8 +20,7 @@ The names are imported on first use, from their modules.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from trainbus.bus import registry as _registry
 
 _NAMES = {
     "PredictConfig": "config",
@@ -35,14 +34,5 @@ _NAMES = {
 __all__ = list(_NAMES)
 
 
-def __getattr__(name: str) -> Any:
-    mod = _NAMES.get(name)
-    if mod is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_NAMES})
+__getattr__, __dir__ = _registry.make_module_getattr(
+    __name__, (), globals(), lazy={name: f"{__name__}.{mod}" for name, mod in _NAMES.items()})

@@ -8,9 +8,6 @@ below and the session initializers of installed plugins resolve on first use.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from trainbus.bus import registry as _registry
 
 #: the package's own public names; ``__all__`` (computed on access) adds the session
@@ -47,19 +44,5 @@ _SUBMODULES = {"argscope", "collect_env", "collection", "common", "dependency", 
 # imports no TensorFlow), else importing the submodule would shadow it with the module.
 from trainbus.tfutils.argscope import argscope, get_arg_scope  # noqa: E402
 
-_plugin_getattr, _plugin_dir = _registry.make_module_getattr(__name__, ("trainbus.tfutils.sessinit",), globals(),
-                                                             _CORE_ALL)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    if name in _SUBMODULES:
-        return importlib.import_module(f"{__name__}.{name}")
-    return _plugin_getattr(name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*_plugin_dir(), *_LAZY, *_SUBMODULES})
+__getattr__, __dir__ = _registry.make_module_getattr(__name__, ("trainbus.tfutils.sessinit",), globals(), _CORE_ALL,
+                                                    lazy=_LAZY, submodules=_SUBMODULES)

@@ -7,9 +7,6 @@ distributions and resolve here by name. Importing this package does not import T
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from trainbus.bus import registry as _registry
 from trainbus._defaults import DEFAULT_CALLBACKS, DEFAULT_MONITORS
 from trainbus.exceptions import StopTraining
@@ -31,16 +28,4 @@ _LAZY = {
     "TrainingInterrupted": "trainbus.train._signals",
 }
 # ``__all__`` is computed on access: the names above, then every installed plugin's names
-_plugin_getattr, _plugin_dir = _registry.make_module_getattr(__name__, (__name__,), globals(), _CORE_ALL)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    return _plugin_getattr(name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*_plugin_dir(), *_LAZY})
+__getattr__, __dir__ = _registry.make_module_getattr(__name__, (__name__,), globals(), _CORE_ALL, lazy=_LAZY)
