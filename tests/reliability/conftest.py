@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -18,7 +17,7 @@ SCRIPT = HERE / "rel_script.py"
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))  # the tests import relutil (helpers shared with subprocesses)
 
-from relutil import default_signal_dispositions, pid_alive, wait_for  # noqa: E402,F401
+from relutil import communicate_within, pid_alive, start_in_session, wait_for  # noqa: E402,F401
 
 
 class Script:
@@ -35,10 +34,7 @@ class Script:
         cmd = [sys.executable, "-u", str(SCRIPT), "--logdir", str(self.logdir), "--ready", str(self.ready),
                "--marker", str(self.marker), "--pidfile", str(self.pidfile), "--finally-marker",
                str(self.finally_marker), *args]
-        full_env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONFAULTHANDLER="1")
-        full_env.update(env or {})
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env=full_env, start_new_session=True, preexec_fn=default_signal_dispositions)
+        self.proc = start_in_session(cmd, env={"PYTHONFAULTHANDLER": "1", **(env or {})})
 
     def wait_ready(self, timeout: float = 240) -> None:
         wait_for(self.ready.exists, timeout, "the first training step", self.proc)
@@ -47,12 +43,7 @@ class Script:
         self.proc.send_signal(sig)
 
     def finish(self, timeout: float = 120) -> tuple[int, str, str]:
-        try:
-            out, err = self.proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.kill_group()
-            out, err = self.proc.communicate()
-            raise AssertionError(f"the training process did not end within {timeout} s\n{err[-3000:]}")
+        out, err = communicate_within(self.proc, timeout, "the training process")
         return self.proc.returncode, out, err
 
     def marker_lines(self) -> list[str]:

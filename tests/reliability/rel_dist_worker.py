@@ -25,28 +25,15 @@ import trainbus.callbacks  # noqa: E402
 import trainbus.train  # noqa: E402
 from trainbus.callbacks import Callback  # noqa: E402
 from trainbus.testing import tiny_dataflow  # noqa: E402
-from trainbus.train import TrainingInterrupted  # noqa: E402
-from trainbus.train.model_desc import ModelDesc  # noqa: E402
 from trainbus.utils import logger  # noqa: E402
 from trainbus.utils.fs import atomic_write_text  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_support"))
+from workers import linear_model, train_or_exit  # noqa: E402  (tests/_support)
 
 tf1 = tf.compat.v1
 OUT, TRAINER, JOB, TASK = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 PORTS = [int(p) for p in sys.argv[5:8]]
-
-
-class Model(ModelDesc):
-    def inputs(self):
-        return [tf.TensorSpec([None, 4], tf.float32, "x"), tf.TensorSpec([None], tf.int32, "y")]
-
-    def build_graph(self, x, y):
-        w = tf1.get_variable("W", [4, 3], initializer=tf1.random_normal_initializer(seed=7))
-        b = tf1.get_variable("b", [3], initializer=tf1.zeros_initializer())
-        logits = tf.matmul(x, w) + b
-        return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits), name="cost")
-
-    def optimizer(self):
-        return tf1.train.GradientDescentOptimizer(0.1)
 
 
 class Record(Callback):
@@ -74,14 +61,10 @@ def main():
     if trainer.is_chief:
         logger.set_logger_dir(os.path.join(OUT, "log"), action="k")
     cfg = trainbus.train.TrainConfig(
-        model=Model(), data=trainbus.input_source.FeedInput(tiny_dataflow(n=20, batch=4, seed=TASK)),
+        model=linear_model(7), data=trainbus.input_source.FeedInput(tiny_dataflow(n=20, batch=4, seed=TASK)),
         callbacks=[Record(), trainbus.callbacks.ModelSaver()], extra_callbacks=[], monitors=[],
         max_epoch=1000, steps_per_epoch=5, session_config=conf)
-    try:
-        trainbus.train.launch_train_with_config(cfg, trainer)
-    except TrainingInterrupted as e:
-        print(f"trainbus: {e}", file=sys.stderr, flush=True)
-        sys.exit(e.exit_code)
+    train_or_exit(cfg, trainer)
 
 
 if __name__ == "__main__":

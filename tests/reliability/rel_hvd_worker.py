@@ -31,29 +31,16 @@ import trainbus.callbacks  # noqa: E402
 import trainbus.train  # noqa: E402
 from trainbus.callbacks import Callback  # noqa: E402
 from trainbus.testing import tiny_dataflow  # noqa: E402
-from trainbus.train import TrainingInterrupted  # noqa: E402
-from trainbus.train.model_desc import ModelDesc  # noqa: E402
 from trainbus.utils import logger  # noqa: E402
 from trainbus.utils.fs import atomic_write_text  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_support"))
+from workers import linear_model, train_or_exit  # noqa: E402  (tests/_support)
 
 tf1 = tf.compat.v1
 OUT, SCENARIO = sys.argv[1], sys.argv[2]
 RANK = int(os.environ.get("HOROVOD_RANK", "-1"))
 STEPS_PER_EPOCH = 5
-
-
-class Model(ModelDesc):
-    def inputs(self):
-        return [tf.TensorSpec([None, 4], tf.float32, "x"), tf.TensorSpec([None], tf.int32, "y")]
-
-    def build_graph(self, x, y):
-        w = tf1.get_variable("W", [4, 3], initializer=tf1.random_normal_initializer(seed=100 + RANK))
-        b = tf1.get_variable("b", [3], initializer=tf1.zeros_initializer())
-        logits = tf.matmul(x, w) + b
-        return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits), name="cost")
-
-    def optimizer(self):
-        return tf1.train.GradientDescentOptimizer(0.1)
 
 
 def write(name, obj):
@@ -93,7 +80,8 @@ def main():
     callbacks = [Record(), trainbus.callbacks.ModelSaver(max_to_keep=3)]
     if SCENARIO == "hook-stop":
         callbacks.append(HookStop())
-    kwargs = dict(model=Model(), data=trainbus.input_source.FeedInput(tiny_dataflow(n=20, batch=4, seed=RANK)),
+    kwargs = dict(model=linear_model(100 + RANK),
+                  data=trainbus.input_source.FeedInput(tiny_dataflow(n=20, batch=4, seed=RANK)),
                   callbacks=callbacks, extra_callbacks=[], monitors=[trainbus.callbacks.JSONWriter()],
                   steps_per_epoch=STEPS_PER_EPOCH)
     if SCENARIO == "resume":
@@ -102,11 +90,7 @@ def main():
         write("own", {"starting_epoch": cfg.starting_epoch})
     else:
         cfg = trainbus.train.TrainConfig(**dict(kwargs, max_epoch=1000 if SCENARIO == "stop" else 4))
-    try:
-        trainbus.train.launch_train_with_config(cfg, trainer)
-    except TrainingInterrupted as e:
-        print(f"trainbus: {e}", file=sys.stderr, flush=True)
-        sys.exit(e.exit_code)
+    train_or_exit(cfg, trainer)
 
 
 if __name__ == "__main__":

@@ -13,13 +13,12 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from relutil import default_signal_dispositions, wait_for
+from subprocs import signal_when, start_in_session, trainbus_train, wait_for
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -129,20 +128,11 @@ def test_second_signal_while_the_final_checkpoint_is_written(script):
 def test_example_script_sigterm_143_with_final_checkpoint(tmp_path):
     """``examples/digits_convnet.py``: SIGTERM during training exits 143 (was 130), one line."""
     logdir = tmp_path / "digits"
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    proc = subprocess.Popen([sys.executable, str(ROOT / "examples" / "digits_convnet.py"), "--logdir", str(logdir),
-                             "--max-epoch", "1000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, start_new_session=True, cwd=tmp_path,
-                            preexec_fn=default_signal_dispositions)
-    try:
-        log = logdir / "log.log"
-        wait_for(lambda: log.exists() and "Start Epoch 1 " in log.read_text(), START_LIMIT, "epoch 1 to start", proc)
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=STOP_LIMIT)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
+    proc = start_in_session([sys.executable, str(ROOT / "examples" / "digits_convnet.py"), "--logdir", str(logdir),
+                             "--max-epoch", "1000"], cwd=tmp_path)
+    log = logdir / "log.log"
+    _, err = signal_when(proc, lambda: log.exists() and "Start Epoch 1 " in log.read_text(), "epoch 1 to start",
+                         signal.SIGTERM, START_LIMIT, STOP_LIMIT)
     assert proc.returncode == 128 + signal.SIGTERM, (proc.returncode, err[-3000:])
     _check_final(err, "SIGTERM", logdir)
 
@@ -181,17 +171,7 @@ def test_trainbus_train_sigint_130_one_line(tmp_path):
     run.write_text(_RUN_FILE.format(ready=ready, logdir=logdir))
     (tmp_path / "tinyrun.py").write_text((ROOT / "tests" / "ecosystem" / "runfiles" / "tinyrun.py").read_text())
     (tmp_path / "rel_interrupt_probe.py").write_text((HERE / "rel_interrupt_probe.py").read_text())
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    proc = subprocess.Popen([sys.executable, "-m", "trainbus", "train", str(run)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True, cwd=tmp_path,
-                            preexec_fn=default_signal_dispositions)
-    try:
-        wait_for(ready.exists, START_LIMIT, "the first step", proc)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=STOP_LIMIT)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
+    proc = trainbus_train(run, tmp_path)
+    _, err = signal_when(proc, ready.exists, "the first step", signal.SIGINT, START_LIMIT, STOP_LIMIT)
     assert proc.returncode == 128 + signal.SIGINT, (proc.returncode, err[-3000:])
     _check_final(err, "SIGINT", logdir)

@@ -11,15 +11,13 @@ and on the process end, with deadlines meant for a loaded machine.
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from relutil import default_signal_dispositions, wait_for
+from subprocs import communicate_within, kill_group, signal_when, start_in_session, trainbus_train, wait_for
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -37,21 +35,14 @@ class Run:
         self.logdir, self.waiting, self.finally_marker = logdir or root / "log", root / "waiting", root / "finally"
         cmd = [sys.executable, "-u", str(SCRIPT), "--logdir", str(self.logdir), "--waiting", str(self.waiting),
                "--finally-marker", str(self.finally_marker), *args]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **(env or {})),
-                                     start_new_session=True, preexec_fn=default_signal_dispositions)
+        self.proc = start_in_session(cmd, env=env)
 
     def wait_waiting(self) -> str:
         wait_for(self.waiting.exists, START_LIMIT, "the run to start waiting", self.proc)
         return self.waiting.read_text().strip()
 
     def finish(self) -> tuple[int, str]:
-        try:
-            _, err = self.proc.communicate(timeout=STOP_LIMIT)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            _, err = self.proc.communicate()
-            raise AssertionError(f"the process did not end within {STOP_LIMIT} s after the signal\n{err[-3000:]}")
+        _, err = communicate_within(self.proc, STOP_LIMIT, "the process signalled")
         return self.proc.returncode, err
 
 
@@ -66,9 +57,7 @@ def run(tmp_path):
 
     yield start
     for r in started:
-        if r.proc.poll() is None:
-            os.killpg(r.proc.pid, signal.SIGKILL)
-            r.proc.communicate()
+        kill_group(r.proc)
 
 
 def _checkpoint_files(d: Path) -> list[tuple[str, int]]:
@@ -193,17 +182,8 @@ def test_trainbus_train_sigint_while_the_graph_is_built(tmp_path):
     run_file.write_text(_RUN_FILE.format(waiting=waiting, logdir=logdir))
     (tmp_path / "tinyrun.py").write_text((ROOT / "tests" / "ecosystem" / "runfiles" / "tinyrun.py").read_text())
     (tmp_path / "rel_setup_probe.py").write_text((HERE / "rel_setup_probe.py").read_text())
-    proc = subprocess.Popen([sys.executable, "-m", "trainbus", "train", str(run_file)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
-                            start_new_session=True, cwd=tmp_path, preexec_fn=default_signal_dispositions)
-    try:
-        wait_for(waiting.exists, START_LIMIT, "build_graph to start waiting", proc)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=STOP_LIMIT)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
+    proc = trainbus_train(run_file, tmp_path)
+    _, err = signal_when(proc, waiting.exists, "build_graph to start waiting", signal.SIGINT, START_LIMIT, STOP_LIMIT)
     assert proc.returncode == 130, (proc.returncode, err[-3000:])
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
     assert _last_line(err) == f"trainbus: interrupted by SIGINT before training started (while building the " \

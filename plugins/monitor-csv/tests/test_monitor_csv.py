@@ -10,7 +10,7 @@ import pytest
 import trainbus.callbacks
 from trainbus.callbacks import Callback
 from trainbus.testing import train_tiny
-from trainbus.tfutils.sessinit import SessionInit
+from resume import SetGlobalStep  # tests/_support
 
 
 def read_csv(path):
@@ -57,19 +57,6 @@ def test_one_row_per_epoch_and_columns_grow(logdir):
     assert cb.seen[0][0] == ["epoch_num", "global_step", "step", "a"] and len(cb.seen[0][1]) == 1
     assert cb.seen[1][0] == ["epoch_num", "global_step", "step", "a", "b"] and len(cb.seen[1][1]) == 2
     assert not [p for p in os.listdir(logdir) if p.startswith(".stats.csv")]
-
-
-class SetGlobalStep(SessionInit):
-    def __init__(self, step):
-        self.step = step
-
-    def _setup_graph(self):
-        from trainbus.tfutils.common import get_global_step_var
-
-        self._op = get_global_step_var().assign(self.step)
-
-    def _run_init(self, sess):
-        sess.run(self._op)
 
 
 def test_resume_appends_and_drops_rows_after_the_restored_step(logdir):

@@ -26,23 +26,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import trainbus.testing  # noqa: E402
 from trainbus.callbacks import Callback, MonitorBase  # noqa: E402
-from trainbus.tfutils.sessinit import SessionInit  # noqa: E402
+
+# the repository's tests/_support (this script runs as a subprocess, outside pytest's sys.path)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests", "_support"))
+from resume import SetGlobalStep  # noqa: E402
 
 STEPS_PER_EPOCH = 3
 SCALARS_PER_STEP = 40
-
-
-class SetGlobalStep(SessionInit):
-    def __init__(self, step: int) -> None:
-        self.step = step
-
-    def _setup_graph(self) -> None:
-        from trainbus.tfutils.common import get_global_step_var
-
-        self._op = get_global_step_var().assign(self.step)
-
-    def _run_init(self, sess) -> None:
-        sess.run(self._op)
 
 
 class PutMany(Callback):

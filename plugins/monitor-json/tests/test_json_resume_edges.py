@@ -9,7 +9,7 @@ import os
 import trainbus.callbacks
 from trainbus.callbacks import Callback
 from trainbus.testing import train_tiny
-from trainbus.tfutils.sessinit import SessionInit
+from resume import SetGlobalStep  # tests/_support
 
 
 class PutPerEpoch(Callback):
@@ -27,19 +27,6 @@ class PutPerEpoch(Callback):
 
     def _trigger(self) -> None:
         self.trainer.monitors.put_scalar("epoch_val", 100.0 * self.trainer.epoch_num)
-
-
-class SetGlobalStep(SessionInit):
-    def __init__(self, step: int) -> None:
-        self.step = step
-
-    def _setup_graph(self) -> None:
-        from trainbus.tfutils.common import get_global_step_var
-
-        self._op = get_global_step_var().assign(self.step)
-
-    def _run_init(self, sess) -> None:
-        sess.run(self._op)
 
 
 def _stats(logdir):

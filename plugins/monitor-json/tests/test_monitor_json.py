@@ -15,7 +15,7 @@ import pytest
 import trainbus.callbacks
 from trainbus.callbacks import Callback
 from trainbus.testing import train_tiny
-from trainbus.tfutils.sessinit import SessionInit
+from resume import SetGlobalStep  # tests/_support
 from trainbus.utils.stats import CorruptStatsError
 
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "json_kill_child.py")
@@ -39,21 +39,6 @@ class PutStats(Callback):
 
     def _trigger(self):
         self.trainer.monitors.put_scalar("epoch_val", 100.0 * self.trainer.epoch_num)
-
-
-class SetGlobalStep(SessionInit):
-    """Restores ``global_step`` like a checkpoint would."""
-
-    def __init__(self, step):
-        self.step = step
-
-    def _setup_graph(self):
-        from trainbus.tfutils.common import get_global_step_var
-
-        self._op = get_global_step_var().assign(self.step)
-
-    def _run_init(self, sess):
-        sess.run(self._op)
 
 
 def read_stats(logdir):
