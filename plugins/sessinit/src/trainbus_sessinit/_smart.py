@@ -33,15 +33,21 @@ def SmartInit(obj: Any, *, ignore_mismatch: bool = False) -> Any:
 
     pm = contribution_manager()
     res = pm.hook.sessinit_for(obj=obj, ignore_mismatch=bool(ignore_mismatch))
-    if res is None and not pm.has_plugin(_BUILTIN) and not pm.is_blocked(_BUILTIN):
+    fallback = res is None and not pm.has_plugin(_BUILTIN) and not pm.is_blocked(_BUILTIN)
+    if fallback:
         # plugin autoloading is off: the built-in formats still work
         from trainbus_sessinit import _plugin
 
         res = _plugin.sessinit_for(obj=obj, ignore_mismatch=bool(ignore_mismatch))
     asked = [pm.dist_of(name) or name for name, p in pm.list_name_plugin()
              if p is not None and getattr(p, "sessinit_for", None) is not None]
+    if fallback:
+        asked.append("trainbus-sessinit (built-in formats)")
+    if pm.is_blocked(_BUILTIN):
+        asked.append("not the built-in plugin 'sessinit': it is disabled (TRAINBUS_DISABLE_PLUGINS), so TF "
+                     "checkpoints, .npz files and dicts are not loaded either")
     if not asked:
-        asked = ["trainbus-sessinit (built-in formats)"]
+        asked = ["nobody: no installed plugin implements sessinit_for"]
     if res is None:
         tried = "; ".join(asked)
         if isinstance(obj, (str, os.PathLike)):
