@@ -291,7 +291,9 @@ class HorovodTrainer(SingleCostTrainer):
     def train(self, *args: Any, **kwargs: Any) -> None:
         """As ``Trainer.train``; when another rank received SIGINT/SIGTERM and every rank
         stopped, this rank raises :class:`~trainbus.train.TrainingInterrupted` too (with
-        ``origin`` naming that rank), so that every process of the job exits non-zero."""
+        ``origin`` naming that rank), so that every process of the job exits non-zero. The
+        chief's names the final checkpoint its ``ModelSaver`` wrote, whichever rank received
+        the signal; another rank's says nothing about checkpoints (its savers do not run)."""
         self._peer_signal = None
         try:
             super().train(*args, **kwargs)
