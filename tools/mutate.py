@@ -22,12 +22,13 @@ Changes made (one per mutant, only inside the selected classes/functions):
 
 Usage (see ``tools/mutate.sh``, which lists the default targets)::
 
-    python tools/mutate.py TARGET [TARGET ...] [--max N] [--timeout S]
+    python tools/mutate.py TARGET [TARGET ...] [--max N] [--timeout S] [--only FILE]
 
     TARGET = PATH[:NAME[,NAME...]]=TESTS[,TESTS...][#KEYWORD]
 
 e.g. ``core/src/trainbus/session/fastrun.py=tests/core/test_hot_path.py``; ``#KEYWORD`` is passed
-to pytest as ``-k KEYWORD``.
+to pytest as ``-k KEYWORD``. ``--only FILE`` runs only the mutants listed in FILE (lines as the
+survivor list prints them), e.g. to check that new tests kill the survivors of a previous run.
 Exit status: 0 if no mutant survived, 1 if some did, 2 on a usage error or failing baseline.
 """
 
@@ -225,8 +226,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=0, help="seconds per test run (default: 5x the baseline + 30)")
     ap.add_argument("--workdir", type=Path, help="where to copy the repository (default: a new temporary directory)")
     ap.add_argument("--list", action="store_true", help="print the mutants and run nothing")
+    ap.add_argument("--only", type=Path, help="a file of mutants as --list and the survivor list print them "
+                                               "(PATH:LINE: CHANGE, one a line): run just those")
     args = ap.parse_args(argv)
     targets = [parse_target(t) for t in args.targets]
+    only = None
+    if args.only:
+        only = {line.strip() for line in args.only.read_text().splitlines() if line.strip()}
     if args.list:
         for t in targets:
             for m in generate((ROOT / t.path).read_text(), t.names, t.path):
@@ -240,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
         src_file = work / t.path
         original = src_file.read_text()
         mutants = generate(original, t.names, t.path)
+        if only is not None:
+            mutants = [m for m in mutants if f"{t.path}:{m.line}: {m.description}" in only]
         if args.max:
             mutants = mutants[:args.max]
         where = f"{t.path}" + (f" ({', '.join(t.names)})" if t.names else "")

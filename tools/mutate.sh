@@ -8,6 +8,8 @@
 #   bash tools/mutate.sh                 # every target below
 #   bash tools/mutate.sh fastrun saver   # only the targets whose name is given
 #   MUTATE_MAX=20 bash tools/mutate.sh   # at most 20 mutants per target
+#   MUTATE_ONLY=survivors.txt bash tools/mutate.sh sessinit   # only the mutants listed in the file
+#                                        # (lines as the survivor list prints them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
@@ -37,4 +39,8 @@ for name in "${ORDER[@]}"; do
   fi
   args+=("${TARGETS[$name]}")
 done
-exec "$PY" tools/mutate.py --max "${MUTATE_MAX:-0}" "${args[@]}"
+only=()
+if [[ -n "${MUTATE_ONLY:-}" ]]; then
+  only=(--only "$MUTATE_ONLY")
+fi
+exec "$PY" tools/mutate.py --max "${MUTATE_MAX:-0}" "${only[@]}" "${args[@]}"
