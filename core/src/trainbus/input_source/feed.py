@@ -7,7 +7,6 @@ from typing import Any
 
 import tensorflow as tf
 
-from trainbus.callbacks.base import Callback
 from trainbus.dataflow import dataflow_len, is_dataflow, repeat_forever
 from trainbus.input_source.base import InputSource, StepFeed, _placeholder
 
@@ -20,28 +19,6 @@ class PlaceholderInput(InputSource):
 
     def _get_input_tensors(self) -> list[Any]:
         return self._all_placehdrs
-
-
-class _UntakenFeedCallback(Callback):
-    """For a runner that does not ask :meth:`FeedInput.step_feed` itself (the driver of
-    ``FeedfreePredictor``): hands it the feed through its public ``set_feed_source``. Does
-    nothing under a trainer, which took the feed before training."""
-
-    def __init__(self, src: FeedInput) -> None:
-        self._src = src
-
-    def _before_train(self) -> None:
-        if self._src._feed_taken:
-            return
-        runner = getattr(self.trainer, "hooked_sess", None)
-        if not hasattr(runner, "set_feed_source"):
-            raise RuntimeError(f"{self._src}: nobody took its per-step feed: the runner {self.trainer!r} neither called "
-                               "input_source.step_feed() before training nor offers hooked_sess.set_feed_source(); "
-                               "a trainer does the former in Trainer.initialize_hooks()")
-        runner.set_feed_source(*self._src.step_feed())
-
-    def __str__(self) -> str:
-        return "FeedInputCallback"
 
 
 class FeedInput(InputSource):
@@ -60,7 +37,6 @@ class FeedInput(InputSource):
         self.ds = ds
         self._infinite = infinite
         self._iter: Any = None
-        self._feed_taken = False
 
     def size(self) -> int:
         return dataflow_len(self.ds)
@@ -97,8 +73,4 @@ class FeedInput(InputSource):
         """``(placeholders, next_feed)``: the trainer feeds every step with the next datapoint
         of the dataflow (its iteration starts, with ``reset_state()``, at the first step)."""
         self._iter = None
-        self._feed_taken = True
         return self._all_placehdrs, self.next_feed
-
-    def _get_callbacks(self) -> list[Callback]:
-        return [_UntakenFeedCallback(self)]

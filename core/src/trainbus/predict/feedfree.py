@@ -21,19 +21,15 @@ class _InputDriver:
     """Runs an InputSource's callbacks around a plain session, as a trainer would: it is the
     ``trainer`` the callbacks see (``graph``, ``sess``, ``hooked_sess``)."""
 
-    def __init__(self, graph: Any, callbacks: Sequence[Callback]) -> None:
+    def __init__(self, graph: Any, callbacks: Sequence[Callback], feed: Any = None) -> None:
+        """``feed``: the input source's :meth:`~trainbus.input_source.InputSource.step_feed`."""
         self.graph = graph
         self.callbacks = list(callbacks)
         self.sess: Any = None
         self.hooked_sess = self
-        self._feed_keys: tuple = ()
-        self._feed_next: Any = None
+        self._feed_keys: tuple = tuple(feed[0]) if feed else ()
+        self._feed_next: Any = feed[1] if feed else None
         self._run_cbs: list[Callback] = []
-
-    # what FeedInput's callback calls on trainer.hooked_sess
-    def set_feed_source(self, placeholders: Sequence[Any], next_values: Any) -> None:
-        self._feed_keys = tuple(placeholders)
-        self._feed_next = next_values
 
     def setup_graph(self) -> None:
         for cb in self.callbacks:
@@ -112,7 +108,7 @@ class FeedfreePredictor(PredictorBase):
                 config.tower_func(*self._input_tensors)
             self._tower_handle = config.tower_func.towers[-1]
             self._output_tensors = _tensors(self._tower_handle, config.output_names, "output_names")
-            self._driver = _InputDriver(self.graph, callbacks)
+            self._driver = _InputDriver(self.graph, callbacks, feed=input_source.step_feed())
             self._driver.setup_graph()
             self._sess = config._create_session(self.graph)
         self._driver.before_train(self._sess)
