@@ -236,7 +236,10 @@ class ModelSaver(Callback):
     def _record(self, path: str) -> list[str]:
         """Add ``path`` to the checkpoints of the state file; return those to delete."""
         now = time.time()
-        self._ckpts = [(p, t) for p, t in self._ckpts if p != path] + [(path, now)]
+        # the list may name this very checkpoint under another spelling (an absolute path through
+        # another link to the directory, "./model-4"): compare the files, or rotation deletes them
+        here = os.path.realpath(path)
+        self._ckpts = [(p, t) for p, t in self._ckpts if os.path.realpath(p) != here] + [(path, now)]
         if not self._max_to_keep:  # keep everything; the state file names the latest only (as tf.train.Saver)
             self._ckpts = [(path, now)]
             return []
