@@ -174,3 +174,13 @@ def test_enable_callback_if_runs_a_wrapped_after_run_without_before_run():
     cb2 = AfterOnly()
     train_tiny([PeriodicCallback(cb2, every_k_steps=3)], max_epoch=1, steps_per_epoch=4)
     assert [gs for gs, _ in cb2.seen] == [1, 4]
+
+
+def test_enable_callback_if_wrapping_a_trigger_only_callback():
+    """Nothing per step is registered for a wrapped callback without ``_after_run``; its
+    ``trigger()`` runs after the epochs where ``pred`` holds."""
+    t = Triggered()
+    gated = EnableCallbackIf(t, lambda self: self.epoch_num % 2 == 0)
+    assert "before_run" not in gated.hooks_used() and "after_run" not in gated.hooks_used()
+    train_tiny([gated], max_epoch=4, steps_per_epoch=1)
+    assert t.at == [(2, 2), (4, 4)]

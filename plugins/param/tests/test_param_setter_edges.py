@@ -297,3 +297,53 @@ def test_numpy_values_are_set_reported_and_logged_as_floats(make, tb_log):
     said = [r.getMessage() for r in tb_log if r.getMessage().startswith("[HyperParamSetter]")]
     assert said == ["[HyperParamSetter] At global_step=0, learning_rate is set to 0.25",
                     "[HyperParamSetter] At global_step=2, learning_rate changes from 0.25 to 0.125"]
+
+
+class _PutSeq(C.Callback):
+    """Puts ``name`` = values[epoch - 1] after each epoch."""
+
+    def __init__(self, name, values):
+        self.name, self.values = name, list(values)
+
+    def _trigger(self):
+        self.trainer.monitors.put_scalar(self.name, self.values[self.epoch_num - 1])
+
+
+def test_stat_monitor_setter_warns_when_its_statistic_was_never_put(tb_log):
+    box = _Box(1.0)
+    train_tiny([_setters.StatMonitorParamSetter(box, "val-error", lambda v: v / 2, threshold=0, last_k=1)],
+               max_epoch=1, steps_per_epoch=1)
+    assert box.set_calls == []
+    assert "[StatMonitorParamSetter] No history data available for 'val-error'." in [r.getMessage() for r in tb_log]
+
+
+def test_stat_monitor_setter_a_decrease_within_the_threshold_is_not_enough():
+    """threshold 0.1: 1.0 -> 0.95 is a decrease by less than the threshold, so the value changes."""
+    box = _Box(1.0)
+    setter = _setters.StatMonitorParamSetter(box, "err", lambda v: v / 2, threshold=0.1, last_k=2)
+    train_tiny([_PutSeq("err", [1.0, 0.95]), setter], max_epoch=2, steps_per_epoch=1)
+    assert box.set_calls == [0.5]
+
+
+def test_stat_monitor_setter_reverse_an_equal_value_is_no_increase():
+    """reverse, threshold 0: 0.5 -> 0.5 did not increase, so the value changes."""
+    box = _Box(1.0)
+    setter = _setters.StatMonitorParamSetter(box, "acc", lambda v: v / 2, threshold=0, last_k=2, reverse=True)
+    train_tiny([_PutSeq("acc", [0.5, 0.5]), setter], max_epoch=2, steps_per_epoch=1)
+    assert box.set_calls == [0.5]
+
+
+def test_stat_monitor_setter_logs_the_history_that_triggered_it(tb_log):
+    box = _Box(1.0)
+    setter = _setters.StatMonitorParamSetter(box, "err", lambda v: v / 2, threshold=0, last_k=2)
+    train_tiny([_PutSeq("err", [1.0, 1.25]), setter], max_epoch=2, steps_per_epoch=1)
+    assert box.set_calls == [0.5]
+    assert "[StatMonitorParamSetter] Triggered, history of err: 1,1.25" in [r.getMessage() for r in tb_log]
+
+
+def test_stat_monitor_setter_state_key_and_loaded_history():
+    setter = _setters.StatMonitorParamSetter(_Box(1.0), "err", lambda v: v, threshold=0, last_k=3)
+    assert setter.state_key == "StatMonitorParamSetter(gain,err)"
+    setter.history.extend([(1, 0.9), (2, 0.8)])
+    setter._load_state_dict({"history": [[3, 0.5]]})  # the saved history replaces what was there
+    assert list(setter.history) == [(3, 0.5)]
