@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainbus.train._fastrun import _generic, make_step_callable
+from trainbus.session.fastrun import _generic, make_step_callable
 
 tf1 = tf.compat.v1
 
