@@ -17,6 +17,8 @@ name                           what
 ``StopTraining``               raise it to end training after the current event
 ``TrainingInterrupted``        the exception a signal ends training with (exit status 128+n)
 ``signum_of_reason(reason)``   the signal number a stop reason names, or None
+``checkpoint_report(trainer)`` the ``checkpoint``/``checkpoint_step`` arguments of a
+                               ``TrainingInterrupted`` raised in a trainer's process
 ``PluginWarning``              the warning category of misbehaving plugins
 ``contribution_manager()``     the process's plugin manager for the contribution hooks
                                (``default_callbacks``, ``default_monitors``, ``sessinit_for``)
@@ -39,8 +41,8 @@ from trainbus.exceptions import StopTraining
 from trainbus.utils.lazytf import tf, tf1
 
 __all__ = [
-    "tf", "tf1", "hookimpl", "StopTraining", "TrainingInterrupted", "signum_of_reason", "PluginWarning",
-    "contribution_manager", "drop_hooks", "default_monitor", "PLUGIN_API_VERSION",
+    "tf", "tf1", "hookimpl", "StopTraining", "TrainingInterrupted", "signum_of_reason", "checkpoint_report",
+    "PluginWarning", "contribution_manager", "drop_hooks", "default_monitor", "PLUGIN_API_VERSION",
 ]
 
 
@@ -84,7 +86,7 @@ def default_monitor(slot: int, cls: str) -> Callable[[], list[tuple[int, Callabl
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("TrainingInterrupted", "signum_of_reason"):
+    if name in ("TrainingInterrupted", "signum_of_reason", "checkpoint_report"):
         from trainbus.train import _signals as signals
 
         value = getattr(signals, name)

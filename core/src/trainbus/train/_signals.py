@@ -192,6 +192,15 @@ def newest_checkpoint(trainer: Any) -> tuple[str | None, int | None]:
     """The newest checkpoint (prefix, global step) named by the ``checkpoint`` state file of
     the directory of ``trainer``'s first ``ModelSaver``; ``(None, None)`` when the trainer has
     no ``ModelSaver`` or its directory lists no checkpoint yet."""
+    for cb in _model_savers(trainer):
+        d = getattr(cb, "checkpoint_dir", None)
+        if d:
+            return _latest_in(os.fspath(d))
+    return None, None
+
+
+def _model_savers(trainer: Any) -> Iterator[Any]:
+    """The ``ModelSaver`` instances among ``trainer``'s callbacks, also inside proxies and groups."""
     from trainbus.callbacks.base import ProxyCallback
 
     def members(cb: Any) -> Iterator[Any]:
@@ -203,13 +212,24 @@ def newest_checkpoint(trainer: Any) -> tuple[str | None, int | None]:
 
     for top in list(getattr(trainer, "_callbacks", None) or ()):
         for cb in members(top):
-            if not any(k.__name__ == "ModelSaver" for k in type(cb).__mro__):
-                continue
-            d = getattr(cb, "checkpoint_dir", None)
-            if not d:
-                continue
-            return _latest_in(os.fspath(d))
-    return None, None
+            if any(k.__name__ == "ModelSaver" for k in type(cb).__mro__):
+                yield cb
+
+
+def checkpoint_report(trainer: Any) -> dict[str, Any]:
+    """The ``checkpoint``/``checkpoint_step`` keyword arguments of a :class:`TrainingInterrupted`
+    raised in ``trainer``'s process, as the single-process trainer fills them: the newest checkpoint
+    of its ``ModelSaver`` (``checkpoint=None`` when it lists none, or when a chief has no saver).
+    Empty for a non-chief process without a saver: the chief-only savers run elsewhere, so this
+    process cannot tell (the chief's line names the checkpoint)."""
+    path, step = newest_checkpoint(trainer)
+    if path is None and not getattr(trainer, "is_chief", True) and not _has_model_saver(trainer):
+        return {}
+    return {"checkpoint": path, "checkpoint_step": step}
+
+
+def _has_model_saver(trainer: Any) -> bool:
+    return any(True for _ in _model_savers(trainer))
 
 
 def _latest_in(d: str) -> tuple[str | None, int | None]:

@@ -4,61 +4,21 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import signal
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import tensorflow as tf
 
-from trainbus.callbacks.base import Callback, ProxyCallback
+from trainbus.callbacks.base import Callback
 from trainbus.tfutils.tower import TowerFunc, TrainTowerContext
-from trainbus.plugin_api import TrainingInterrupted, signum_of_reason
+from trainbus.plugin_api import TrainingInterrupted, checkpoint_report, signum_of_reason
 from trainbus.train.tower import SingleCostTrainer
 from trainbus.utils import logger
 
 tf1 = tf.compat.v1
 
 __all__ = ["HorovodTrainer", "VariableMismatchError"]
-
-def _checkpoint_kwargs(trainer: Any) -> dict:
-    """What a ``TrainingInterrupted`` of ``trainer``'s process says about checkpoints, as the
-    single-process trainer says it: the newest checkpoint (prefix, global step) listed in the
-    directory of its ``ModelSaver`` (None when that lists none, or when the chief has no saver).
-    Empty on a non-chief process without a saver: the chief-only savers run on the chief, so
-    this process cannot tell (the chief's line names the checkpoint)."""
-    pm = trainer.plugin_manager
-    todo = list(pm.ordered) if pm is not None else []
-    while todo:
-        cb = todo.pop(0)
-        if isinstance(cb, ProxyCallback):
-            todo.append(cb.cb)
-        todo.extend(getattr(cb, "cbs", None) or ())
-        if not any(k.__name__ == "ModelSaver" for k in type(cb).__mro__):
-            continue
-        d = getattr(cb, "checkpoint_dir", None)
-        if d:
-            path, step = _newest_in(os.fspath(d))
-            return {"checkpoint": path, "checkpoint_step": step}
-    return {"checkpoint": None} if trainer.is_chief else {}
-
-
-def _newest_in(d: str) -> tuple[str | None, int | None]:
-    """(absolute prefix, global step) of the newest checkpoint the state file of ``d`` names, if
-    its index file exists; (None, None) otherwise."""
-    try:
-        state = tf1.train.get_checkpoint_state(d)
-    except Exception:  # noqa: BLE001 - a damaged state file is reported by the restore paths
-        return None, None
-    if state is None or not state.model_checkpoint_path:
-        return None, None
-    path = state.model_checkpoint_path
-    path = os.path.abspath(path if os.path.isabs(path) else os.path.join(d, path))
-    if not os.path.isfile(path + ".index"):
-        return None, None
-    m = re.search(r"-(\d+)$", path)
-    return path, (int(m.group(1)) if m else None)
-
 
 class VariableMismatchError(RuntimeError):
     """The Horovod ranks built different sets of global variables."""
@@ -298,7 +258,7 @@ class HorovodTrainer(SingleCostTrainer):
         try:
             super().train(*args, **kwargs)
         except TrainingInterrupted as e:
-            if e.origin is None and not self.is_chief and not _checkpoint_kwargs(self):
+            if e.origin is None and not self.is_chief and not checkpoint_report(self):
                 # the signal came here, to a rank without the chief-only savers: not "no checkpoint"
                 raise TrainingInterrupted(e.signame, e.epoch, e.global_step, e.signum) from None
             raise
@@ -306,7 +266,7 @@ class HorovodTrainer(SingleCostTrainer):
             signum, rank = self._peer_signal
             # the chief names its final checkpoint, as after a signal of its own
             raise TrainingInterrupted(signal.Signals(signum).name, self.epoch_num, self.global_step, signum,
-                                      origin=f"rank {rank}", **_checkpoint_kwargs(self))
+                                      origin=f"rank {rank}", **checkpoint_report(self))
 
     def setup_callbacks(self, callbacks: Any, monitors: Any) -> None:
         super().setup_callbacks(callbacks, monitors)
