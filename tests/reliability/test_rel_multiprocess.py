@@ -133,6 +133,9 @@ def _hvd_stopped(out: Path, rc: int, log: str, took: float, signame: str, signal
     # the chief's final checkpoint is at the stop step
     ckpt = (out / "log" / "checkpoint").read_text()
     assert f"model-{e0['global_step']}\"" in ckpt, ckpt
+    # the chief's line names that checkpoint, whichever rank received the signal
+    final = f"; final checkpoint {out / 'log' / ('model-' + str(e0['global_step']))}"
+    assert sum(ln.rstrip().endswith(final) for ln in lines) == 1, (final, lines)
     _assert_nothing_left(str(out))
     return e0, e1
 
