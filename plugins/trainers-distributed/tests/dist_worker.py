@@ -150,11 +150,16 @@ def main():
     if jsonw is not None:
         monitors.append(jsonw())
         dump.optional.append("JSONWriter")
-    if os.environ.get("DIST_SIGNAL_TASK") == str(TASK) and JOB == "worker":
-        callbacks.append(SignalSelf())
+    max_epoch = 2
+    if os.environ.get("DIST_SIGNAL_TASK"):
+        # workers are asynchronous: the others must still be training when the signal arrives, so
+        # they stop through the agreed stop, not by reaching max_epoch first (on a loaded machine)
+        max_epoch = 1000
+        if os.environ["DIST_SIGNAL_TASK"] == str(TASK) and JOB == "worker":
+            callbacks.append(SignalSelf())
     ds = tiny_dataflow(n=32, batch=4, seed=TASK)
     cfg = trainbus.train.TrainConfig(model=Model(), data=trainbus.input_source.QueueInput(ds), callbacks=callbacks,
-                                     extra_callbacks=[], monitors=monitors, max_epoch=2, steps_per_epoch=5,
+                                     extra_callbacks=[], monitors=monitors, max_epoch=max_epoch, steps_per_epoch=5,
                                      session_init=LoadB(), session_config=conf)
     trainbus.train.launch_train_with_config(cfg, trainer)
     logger.info(f"{JOB} {TASK} exits")
