@@ -20,6 +20,8 @@ from trainbus.utils import logger
 from trainbus.utils.cbstate import DamagedCheckpointError
 from trainbus.utils.stats import CorruptStatsError
 
+from damage import flip_byte, truncate
+
 cbs = trainbus.callbacks
 DATA = ".data-00000-of-00001"
 
@@ -55,18 +57,6 @@ def ckdir(pristine, tmp_path):
     d = tmp_path / "ck"
     shutil.copytree(pristine, d)
     return d
-
-
-def truncate(path, keep=0.5):
-    size = os.path.getsize(path)
-    with open(path, "r+b") as f:
-        f.truncate(int(size * keep))
-
-
-def flip_byte(path):
-    data = bytearray(open(path, "rb").read())
-    data[len(data) // 2] ^= 0xFF
-    open(path, "wb").write(bytes(data))
 
 
 # each: how to damage model-24 (or the list), the damaged file, words of the problem

@@ -14,24 +14,7 @@ import trainbus.callbacks as C
 from trainbus.testing import train_tiny
 from trainbus.utils import logger
 
-
-class PutStat(C.Callback):
-    def __init__(self, name, values):
-        self.name, self.vals = name, list(values)
-
-    def _trigger(self):
-        self.trainer.monitors.put_scalar(self.name, self.vals[self.epoch_num - 1])
-
-
-class ReadW(C.Callback):
-    def __init__(self):
-        self.values = []
-
-    def _setup_graph(self):
-        self.t = self.get_tensors_maybe_in_tower(["W"])[0]
-
-    def _trigger(self):
-        self.values.append(self.trainer.sess.run(self.t))
+from statcbs import PutStat, ReadW
 
 
 def test_an_equal_value_is_not_an_improvement(logdir, tb_log):

@@ -13,6 +13,8 @@ import tensorflow as tf
 from trainbus.tfutils import sessinit
 from trainbus.utils.cbstate import DamagedCheckpointError, write_callback_states
 
+from damage import flip_byte, truncate
+
 tf1 = tf.compat.v1
 DATA = ".data-00000-of-00001"
 W_VAL = np.arange(6, dtype="float32").reshape(2, 3) + 1
@@ -41,19 +43,6 @@ def ckpt(pristine, tmp_path):
     d = tmp_path / "ck"
     shutil.copytree(pristine, d)
     return str(d / "model-5")
-
-
-def truncate(path, keep=0.5):
-    size = os.path.getsize(path)
-    with open(path, "r+b") as f:
-        f.truncate(int(size * keep))
-
-
-def flip_byte(path):
-    data = bytearray(open(path, "rb").read())
-    data[len(data) // 2] ^= 0xFF
-    with open(path, "wb") as f:
-        f.write(bytes(data))
 
 
 def build_plain(w_shape=(2, 3), w_dtype=tf.float32):
