@@ -83,8 +83,8 @@ def test_idle_callbacks_register_no_per_step_hooks():
     tr = train_tiny([EpochOnly(), rec], max_epoch=1, steps_per_epoch=1)
     pm = tr.plugin_manager
     for hook in ("before_run", "after_run", "trigger_step"):
-        assert [i.plugin_name for i in pm.hook.__dict__[hook].get_hookimpls()] == ["callback[1]:HookRecorder"], hook
-    assert "callback[0]:EpochOnly" in tr.describe_hooks().split("trigger_epoch: ")[1].split("\n")[0]
+        assert [i.plugin_name for i in pm.hook.__dict__[hook].get_hookimpls()] == ["callback[2]:HookRecorder"], hook
+    assert "callback[1]:EpochOnly" in tr.describe_hooks().split("trigger_epoch: ")[1].split("\n")[0]
 
 
 def test_cli_order_prints_effective_order(tmp_path):

@@ -108,12 +108,46 @@ def test_wrappers_forward_the_feed_of_the_source_they_wrap():
         assert q.step_feed() is None  # the model reads the queue: no feed
 
 
-def test_feed_input_installs_no_callback_of_its_own():
-    """The feed travels only through ``step_feed()``: FeedInput adds no callback to the run
-    (the trainer and the feed-free predictor both ask for the feed themselves)."""
+def test_under_a_trainer_the_feed_input_callback_costs_nothing_per_step():
+    """The trainer took the feed: FeedInput's callback is registered for no per-step hook."""
+    from trainbus.testing import train_tiny
+
+    tr = train_tiny([], max_epoch=1, steps_per_epoch=3)
+    for hook in ("before_run", "after_run", "trigger_step"):
+        names = [i.plugin_name for i in tr.plugin_manager.hook.__dict__[hook].get_hookimpls()]
+        assert not [n for n in names if "FeedInputCallback" in n], (hook, names)
+    assert tr.global_step == 3
+
+
+def test_a_trainer_written_by_hand_is_fed_through_the_input_callbacks():
+    """A trainer that sets its input up itself and registers the input's callbacks (as
+    tensorpack's GAN trainers do) never asks for step_feed(): FeedInput feeds it through
+    before_run, one datapoint per step, in the dataflow's order."""
     import tensorflow as tf
 
-    specs = [tf.TensorSpec([None, 4], tf.float32, "x"), tf.TensorSpec([None], tf.int32, "y")]
-    with tf.Graph().as_default():
-        src = FeedInput(tiny_dataflow())
-        assert src.setup(specs) == []
+    import trainbus
+    from trainbus.tfutils.common import get_global_step_var
+    from trainbus.train import Trainer
+
+    tf1 = tf.compat.v1
+    values = [np.full((2,), float(i), np.float32) for i in range(1, 7)]
+
+    class HandTrainer(Trainer):
+        def __init__(self, input):
+            super().__init__()
+            cbs = input.setup([tf.TensorSpec([2], tf.float32, "v")])
+            self.register_callback(cbs)
+            (v,) = input.get_input_tensors()
+            get_global_step_var()
+            self.last = tf1.get_variable("last", [], initializer=tf1.zeros_initializer(), trainable=False)
+            self.train_op = tf1.assign(self.last, tf.reduce_mean(v))
+
+    seen = []
+
+    class Read(Callback):
+        def _trigger_step(self):
+            seen.append(float(self.trainer.sess.run(self.trainer.last)))
+
+    trainer = HandTrainer(FeedInput(trainbus.dataflow.DataFromList([[x] for x in values], shuffle=False)))
+    trainer.train_with_defaults(callbacks=[Read()], steps_per_epoch=3, max_epoch=2)
+    assert seen == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]

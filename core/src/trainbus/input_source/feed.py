@@ -7,6 +7,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from trainbus.callbacks.base import Callback
 from trainbus.dataflow import dataflow_len, is_dataflow, repeat_forever
 from trainbus.input_source.base import InputSource, StepFeed, _placeholder
 
@@ -19,6 +20,33 @@ class PlaceholderInput(InputSource):
 
     def _get_input_tensors(self) -> list[Any]:
         return self._all_placehdrs
+
+
+class _FeedCallback(Callback):
+    """Feeds a :class:`FeedInput` through ``before_run`` for a runner that set the input up
+    itself and never asked for :meth:`FeedInput.step_feed` (a trainer written by hand that calls
+    ``input.setup()`` and registers its callbacks, as tensorpack's GAN trainers do). Under a
+    trainer that took the feed, it drops its ``before_run`` hook at ``setup_graph`` and costs
+    nothing per step."""
+
+    def __init__(self, src: FeedInput) -> None:
+        self._src = src
+        self._phs: Any = None
+        self._next: Any = None
+
+    def _setup_graph(self) -> None:
+        if self._src._feed_taken:
+            self._drop_hooks("before_run")
+        else:
+            self._phs, self._next = self._src.step_feed()
+
+    def _before_run(self, ctx: Any) -> Any:
+        if self._next is None:
+            return None
+        return tf.compat.v1.train.SessionRunArgs(fetches=[], feed_dict=dict(zip(self._phs, self._next())))
+
+    def __str__(self) -> str:
+        return "FeedInputCallback"
 
 
 class FeedInput(InputSource):
@@ -37,6 +65,7 @@ class FeedInput(InputSource):
         self.ds = ds
         self._infinite = infinite
         self._iter: Any = None
+        self._feed_taken = False
 
     def size(self) -> int:
         return dataflow_len(self.ds)
@@ -73,4 +102,8 @@ class FeedInput(InputSource):
         """``(placeholders, next_feed)``: the trainer feeds every step with the next datapoint
         of the dataflow (its iteration starts, with ``reset_state()``, at the first step)."""
         self._iter = None
+        self._feed_taken = True
         return self._all_placehdrs, self.next_feed
+
+    def _get_callbacks(self) -> list[Callback]:
+        return [_FeedCallback(self)]

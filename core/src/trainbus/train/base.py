@@ -141,6 +141,7 @@ class Trainer:
         self._disable_plugins = tuple(disable_plugins)
         self._stop_reason: str | None = None
         self._input_source: Any = None
+        self._step_feed: Any = None  # the input source's step_feed(), taken when the graph is set up
         self._step_incr_op: Any = None
         self._resume_states: dict[str, Any] | None = None  # read from the restored checkpoint
         self._resume_states_file: str | None = None
@@ -378,10 +379,9 @@ class Trainer:
 
     def initialize_hooks(self) -> None:
         """Create ``self.hooked_sess`` over ``self.sess`` with the callbacks' run hooks and the
-        per-step feed of the trainer's input source (``InputSource.step_feed()``)."""
-        src = self._input_source
-        feed = src.step_feed() if src is not None else None
-        self.hooked_sess = HookedSession(self.sess, self, self._bus, self._step_incr_op, feed=feed)
+        per-step feed of the trainer's input source (``InputSource.step_feed()``, taken by
+        ``setup_graph``)."""
+        self.hooked_sess = HookedSession(self.sess, self, self._bus, self._step_incr_op, feed=self._step_feed)
 
     # ------------------------------------------------------------------ loop
     def run_step(self) -> None:

@@ -112,6 +112,7 @@ class SingleCostTrainer(TowerTrainer):
         self._input_source = input
         with self.graph.as_default():
             input_callbacks = input.setup(self.inputs_desc)
+            self._step_feed = input.step_feed()  # fed by hooked_sess in the step's own Session.run
             train_callbacks = self._setup_graph(input, get_cost_fn, get_opt_fn)
         self.register_callback(list(input_callbacks) + list(train_callbacks or []))
 
