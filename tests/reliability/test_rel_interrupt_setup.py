@@ -38,7 +38,9 @@ class Run:
         self.proc = start_in_session(cmd, env=env)
 
     def wait_waiting(self) -> str:
-        wait_for(self.waiting.exists, START_LIMIT, "the run to start waiting", self.proc)
+        # the file is created, then written: wait for its whole line, not only for it to exist
+        wait_for(lambda: self.waiting.exists() and self.waiting.read_text().endswith("\n"), START_LIMIT,
+                 "the run to start waiting", self.proc)
         return self.waiting.read_text().strip()
 
     def finish(self) -> tuple[int, str]:
