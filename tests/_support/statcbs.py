@@ -1,4 +1,4 @@
-"""Small callbacks the saver tests share: one puts a scripted statistic, one reads a variable."""
+"""Small callbacks tests share: a scripted statistic, a variable's value, the learning rate per epoch."""
 
 from __future__ import annotations
 
@@ -26,3 +26,16 @@ class ReadW(C.Callback):
 
     def _trigger(self):
         self.values.append(self.trainer.sess.run(self.t))
+
+
+class LRPerEpoch(C.Callback):
+    """The learning rate in effect during each epoch (read in ``before_epoch``), by epoch."""
+
+    def __init__(self) -> None:
+        self.values: dict[int, float] = {}
+
+    def _setup_graph(self):
+        self.var = self.get_tensors_maybe_in_tower(["learning_rate"])[0]
+
+    def _before_epoch(self):
+        self.values[self.epoch_num] = float(self.trainer.sess.run(self.var))

@@ -8,20 +8,9 @@ import pytest
 import trainbus.callbacks as C
 from trainbus.testing import train_tiny
 
+from statcbs import LRPerEpoch
+
 DEFAULT_LR = 0.1  # TinyModel's initial learning rate
-
-
-class LRPerEpoch(C.Callback):
-    """The learning rate in effect during each epoch (read in before_epoch)."""
-
-    def __init__(self) -> None:
-        self.values: dict[int, float] = {}
-
-    def _setup_graph(self):
-        self.var = self.get_tensors_maybe_in_tower(["learning_rate"])[0]
-
-    def _before_epoch(self):
-        self.values[self.epoch_num] = float(self.trainer.sess.run(self.var))
 
 
 def test_linear_interpolation_at_quarter_points_and_in_every_segment(logdir):

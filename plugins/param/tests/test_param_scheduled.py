@@ -8,21 +8,10 @@ import trainbus
 import trainbus.callbacks as C
 from trainbus.testing import train_tiny
 
+from statcbs import LRPerEpoch
+
 STEPS = 8  # tiny_dataflow(): 32 samples in batches of 4
 DEFAULT_LR = 0.1  # TinyModel's initial learning rate
-
-
-class LRPerEpoch(C.Callback):
-    """Records the learning rate in effect during each epoch (read in before_epoch)."""
-
-    def __init__(self) -> None:
-        self.values: dict[int, float] = {}
-
-    def _setup_graph(self):
-        self.var = self.get_tensors_maybe_in_tower(["learning_rate"])[0]
-
-    def _before_epoch(self):
-        self.values[self.epoch_num] = float(self.trainer.sess.run(self.var))
 
 
 class LRPerStep(C.Callback):

@@ -16,6 +16,8 @@ from trainbus_param import _setters
 from trainbus_param._params import HyperParam
 from trainbus_param._setters import HumanHyperParamSetter, HyperParamSetter
 
+from statcbs import LRPerEpoch
+
 
 class _Dtype:
     """Has a dtype but no size: not a number."""
@@ -117,25 +119,12 @@ def test_human_setter_without_a_log_directory_fails_at_setup_naming_the_file():
         train_tiny([setter], max_epoch=1, steps_per_epoch=1)
 
 
-class _LR(C.Callback):
-    """The learning rate in effect in each epoch (read in before_epoch)."""
-
-    def __init__(self) -> None:
-        self.values: dict[int, float] = {}
-
-    def _setup_graph(self):
-        self.var = self.get_tensors_maybe_in_tower(["learning_rate"])[0]
-
-    def _before_epoch(self):
-        self.values[self.epoch_num] = float(self.trainer.sess.run(self.var))
-
-
 def test_human_setter_file_format_and_messages(logdir, tb_log):
     """Blank and comment lines are skipped without a word, a line without a name is reported and
     skipped, the announcement names the file and the param."""
     f = logdir / "hyper.txt"
     f.write_text("\n# tuned by hand\n   \n#learning_rate:9\n:0.5\nlearning_rate:0.03125\n")
-    lr = _LR()
+    lr = LRPerEpoch()
     train_tiny([HumanHyperParamSetter("learning_rate"), lr], max_epoch=2, steps_per_epoch=1)
     assert lr.values[1] == 0.03125
     said = [(r.levelname, r.getMessage()) for r in tb_log]
@@ -148,7 +137,7 @@ def test_human_setter_file_format_and_messages(logdir, tb_log):
 def test_human_setter_unreadable_file_is_a_warning_and_leaves_the_param(logdir, tb_log):
     f = logdir / "hyper.txt"
     f.write_bytes(b"learning_rate:\xff\xfe0.5\n")
-    lr = _LR()
+    lr = LRPerEpoch()
     train_tiny([HumanHyperParamSetter("learning_rate"), lr], max_epoch=2, steps_per_epoch=1)
     assert lr.values == pytest.approx({1: 0.1, 2: 0.1}, rel=1e-6)
     assert any(r.levelname == "WARNING" and r.getMessage().startswith(f"HumanHyperParamSetter: cannot read {f}: ")
@@ -158,7 +147,7 @@ def test_human_setter_unreadable_file_is_a_warning_and_leaves_the_param(logdir, 
 def test_schedule_is_applied_when_training_starts_past_a_point_by_default(tb_log):
     """Resumed at epoch 3 with a point at epoch 1: the default ``set_at_beginning`` sets it, and
     the change is logged like any other."""
-    lr = _LR()
+    lr = LRPerEpoch()
     train_tiny([_setters.ScheduledHyperParamSetter("learning_rate", [(1, 0.05)]), lr], max_epoch=3,
                steps_per_epoch=1, starting_epoch=3)
     assert lr.values == pytest.approx({3: 0.05}, rel=1e-6)
@@ -168,7 +157,7 @@ def test_schedule_is_applied_when_training_starts_past_a_point_by_default(tb_log
 def test_resumed_between_two_points_expects_the_interpolated_value(tb_log):
     """Linear schedule 0.5 at epoch 0 to 0.1 at epoch 4, resumed at epoch 3 (point 2): 0.3 is set
     before training and agrees with what the schedule expects there (no warning)."""
-    lr = _LR()
+    lr = LRPerEpoch()
     train_tiny([_setters.ScheduledHyperParamSetter("learning_rate", [(0, 0.5), (4, 0.1)], interp="linear"), lr],
                max_epoch=3, steps_per_epoch=1, starting_epoch=3)
     assert lr.values == pytest.approx({3: 0.3}, rel=1e-6)
@@ -258,7 +247,7 @@ def test_setters_run_on_every_worker_not_only_the_chief():
     class NotChief(SimpleTrainer):
         is_chief = False
 
-    class EveryWorkerLR(_LR):
+    class EveryWorkerLR(LRPerEpoch):
         _chief_only = False
 
     lr = EveryWorkerLR()
