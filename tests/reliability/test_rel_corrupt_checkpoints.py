@@ -17,7 +17,7 @@ import trainbus
 from trainbus.testing import TinyModel, tiny_dataflow, train_tiny
 from trainbus.tfutils.sessinit import SaverRestore, SaverRestoreRelaxed, SmartInit, get_model_loader
 from trainbus.utils import logger
-from trainbus.utils.cbstate import DamagedCheckpointError
+from trainbus.checkpoint import DamagedCheckpointError
 from trainbus.utils.stats import CorruptStatsError
 
 from damage import flip_byte, truncate

@@ -198,6 +198,7 @@ def _readable_file(path: str) -> None:
 def cmd_train(args: argparse.Namespace) -> int:
     _readable_file(args.config)
     from trainbus.config_file import RunConfigError, train_from_file
+    from trainbus.checkpoint import RunDirBusyError
     from trainbus.train._signals import TrainingInterrupted, interrupts_before_training
 
     try:
@@ -213,6 +214,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         return 2
     except TrainingInterrupted as e:
         # SIGINT/SIGTERM/SIGHUP: the final checkpoint is written; one line, status 128+signal
+        e.report()
+        return e.exit_code
+    except RunDirBusyError as e:
+        # another training holds the log directory: nothing was read or changed there
         e.report()
         return e.exit_code
     if args.dry_run:

@@ -13,7 +13,7 @@ SCRIPT = textwrap.dedent("""
     import os, sys
     from trainbus.utils import logger
     import trainbus.callbacks as C
-    import trainbus_saver._saver as saver_mod
+    import trainbus.checkpoint as saver_mod
     from trainbus.testing import train_tiny
 
     logger.set_logger_dir(sys.argv[1], action="k")
@@ -21,7 +21,8 @@ SCRIPT = textwrap.dedent("""
     calls = []
 
     def dying_state_write(path, text):
-        calls.append(path)
+        if os.path.basename(path) == "checkpoint":
+            calls.append(path)
         if os.path.basename(path) == "checkpoint" and len(calls) > 1:
             # the second state update: die after writing half of a temporary file, before any rename
             with open(path + ".partial-tmp", "w") as f:

@@ -59,13 +59,22 @@ def test_a_missing_statistic_is_a_warning_naming_it(logdir, tb_log):
                "yet; is the callback producing it placed before this one?" for r in tb_log)
 
 
-def test_no_checkpoint_saved_yet_is_an_error_naming_the_directory(logdir):
-    """The ModelSaver comes first but saves only every 2 epochs: after epoch 1 there is nothing
-    to copy."""
+def _global_step_of(prefix) -> int:
+    return int(tf.train.load_checkpoint(str(prefix)).get_tensor("global_step"))
+
+
+def test_a_best_measured_now_is_saved_from_the_weights_when_no_checkpoint_of_its_step_exists(logdir, tb_log):
+    """The ModelSaver saves only every 2 epochs: after epoch 1 the weights measured are still
+    those of the session, so MinSaver saves them itself (the model of step 2, not an older one)."""
+    reader = ReadW()
     saver = C.PeriodicTrigger(C.ModelSaver(), every_k_epochs=2)
-    with pytest.raises(RuntimeError, match=rf"\[MinSaver\] no checkpoint state in {logdir}; a ModelSaver must save "
-                                           "there before this callback runs"):
-        train_tiny(callbacks=[PutStat("err", [0.5, 0.4]), saver, C.MinSaver("err")], max_epoch=2, steps_per_epoch=2)
+    ms = C.MinSaver("err")
+    train_tiny(callbacks=[PutStat("err", [0.5, 0.6]), saver, ms, reader], max_epoch=2, steps_per_epoch=2)
+    assert ms.best == (2, 0.5)
+    assert _global_step_of(logdir / "min-err.tfmodel") == 2
+    np.testing.assert_array_equal(tf.train.load_checkpoint(str(logdir / "min-err.tfmodel")).get_tensor("W"),
+                                  reader.values[0])
+    assert not list(logdir.glob(".min-err.tfmodel.tmp-*")), list(logdir.iterdir())
 
 
 class DropIndex(C.Callback):
@@ -75,20 +84,43 @@ class DropIndex(C.Callback):
         os.remove(os.path.join(logger.get_logger_dir(), f"model-{self.global_step}.index"))
 
 
-def test_a_latest_checkpoint_without_index_is_an_error_naming_it(logdir):
-    with pytest.raises(RuntimeError, match=rf"\[MinSaver\] the latest checkpoint {logdir / 'model-2'} has no index file"):
-        train_tiny(callbacks=[PutStat("err", [0.5]), C.ModelSaver(), DropIndex(), C.MinSaver("err")], max_epoch=1,
-                   steps_per_epoch=2)
+def test_a_latest_checkpoint_without_index_is_not_copied_the_weights_are_saved(logdir):
+    train_tiny(callbacks=[PutStat("err", [0.5]), C.ModelSaver(), DropIndex(), C.MinSaver("err")], max_epoch=1,
+               steps_per_epoch=2)
+    assert _global_step_of(logdir / "min-err.tfmodel") == 2
 
 
-def test_a_checkpoint_from_another_step_than_the_value_is_warned_about(logdir, tb_log):
-    """The ModelSaver saved only before training (model-0); the value was measured at step 2."""
+def test_a_checkpoint_from_another_step_is_never_copied_under_the_best_name(logdir, tb_log):
+    """The ModelSaver saved only before training (model-0); the value was measured at step 2,
+    while the weights are those of step 2: they are saved, not model-0."""
     saver = C.PeriodicTrigger(C.ModelSaver(), every_k_epochs=100, before_train=True)
     train_tiny(callbacks=[PutStat("err", [0.5]), saver, C.MinSaver("err")], max_epoch=1, steps_per_epoch=2)
+    assert _global_step_of(logdir / "min-err.tfmodel") == 2
+
+
+class PutOnce(C.Callback):
+    """Puts ``name`` = ``value`` at the end of epoch 1 only."""
+
+    def __init__(self, name, value):
+        self.name, self.value = name, value
+
+    def _trigger(self):
+        if self.epoch_num == 1:
+            self.trainer.monitors.put_scalar(self.name, self.value)
+
+
+def test_a_best_whose_model_is_gone_is_warned_about_and_nothing_is_copied(logdir, tb_log):
+    """MinSaver runs every 2 epochs and sees, at step 4, a value measured at step 2: the newest
+    checkpoint is model-4 and the weights have changed, so the model measured is gone. tensorpack's
+    rule: warn, copy nothing (the best stays unset: the file would not hold that model)."""
+    ms = C.MinSaver("err")
+    train_tiny(callbacks=[PutOnce("err", 0.5), C.ModelSaver(), C.PeriodicTrigger(ms, every_k_epochs=2)],
+               max_epoch=2, steps_per_epoch=2)
+    assert not (logdir / "min-err.tfmodel.index").exists()
+    assert ms.best is None
     warnings = [r.getMessage() for r in tb_log if r.levelname == "WARNING"]
-    assert "[MinSaver] the latest checkpoint (model-0) is not from global_step 2 where 'err' was measured; trigger " \
-           "the ModelSaver at least as often as this callback" in warnings, warnings
-    assert (logdir / "min-err.tfmodel.index").is_file()
+    assert any(w.startswith("[MinSaver] the model measured at global_step 2 (err=0.5) cannot be saved: the newest "
+                            "checkpoint is model-4 and the weights have changed since.") for w in warnings), warnings
 
 
 def test_a_checkpoint_from_the_same_step_is_not_warned_about(logdir, tb_log):
@@ -126,13 +158,13 @@ def test_each_copied_file_is_complete_when_it_is_fsynced(tmp_path, monkeypatch):
 
     def fsync(fd):
         name = os.readlink(f"/proc/self/fd/{fd}")
-        if name.endswith(".tmp-copy"):
+        if ".tmp-copy" in name:
             sizes.append((os.path.basename(name), os.fstat(fd).st_size))
         return real_fsync(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)
     saver_mod._copy_checkpoint(str(src), str(tmp_path / "best"))
-    assert sizes == [(".best.data-00000-of-00001.tmp-copy", 1000), (".best.index.tmp-copy", 300)], sizes
+    assert sizes == [(".best.tmp-copy.data-00000-of-00001", 1000), (".best.tmp-copy.index", 300)], sizes
     assert (tmp_path / "best.index").read_bytes() == b"i" * 300
 
 

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from trainbus.tfutils import sessinit
-from trainbus.utils.cbstate import DamagedCheckpointError, write_callback_states
+from trainbus.checkpoint import DamagedCheckpointError, write_callback_states
 
 from damage import flip_byte, truncate
 

@@ -152,7 +152,7 @@ def test_smartinit_in_training_restores_weights_and_callback_state(logdir, tmp_p
     """Train, save with a Saver + callback states, then start a new training from SmartInit(ckpt)."""
     from trainbus.callbacks import Callback
     from trainbus.testing import train_tiny
-    from trainbus.utils.cbstate import write_callback_states
+    from trainbus.checkpoint import write_callback_states
 
     saved = {}
 

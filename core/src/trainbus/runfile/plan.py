@@ -139,6 +139,8 @@ class RunPlan:
         if logdir and not any(p.where.startswith("train.logdir") for p in problems):
             # chosen now (constructors read it), acted on when training starts
             try:
+                if self.filename:
+                    logger.protect_path(self.filename)  # action "d" never deletes the run file's directory
                 logger.set_logger_dir(logdir, action=self.loop.get("logdir_action"))
             except (OSError, ValueError) as e:
                 problems.append(Problem(self.loop_lines.get("logdir_action", self.loop_lines.get("logdir")),
@@ -199,7 +201,7 @@ class RunPlan:
             else:
                 config = TrainConfig(**kw)
         except (TypeError, ValueError) as e:
-            from trainbus.utils.cbstate import DamagedCheckpointError
+            from trainbus.checkpoint import DamagedCheckpointError
             from trainbus.utils.stats import CorruptStatsError
 
             if resume and isinstance(e, (DamagedCheckpointError, CorruptStatsError)):
@@ -222,10 +224,12 @@ def _default_callbacks_of(loop: dict[str, Any]) -> list[Any]:
 
 
 def _checkpoint_dir_of(callbacks: list[Any], logdir: str | None) -> str | None:
-    """Where the run's checkpoints are: the directory of its first ``ModelSaver`` when that is
+    """Where the run's checkpoints are: the directory of its first checkpoint writer (``ModelSaver``) when that is
     not the log directory (None: the log directory)."""
+    from trainbus.checkpoint import CheckpointWriter
+
     for cb in callbacks:
-        if type(cb).__name__ == "ModelSaver" and getattr(cb, "checkpoint_dir", None):
+        if isinstance(cb, CheckpointWriter) and getattr(cb, "checkpoint_dir", None):
             d = os.path.abspath(cb.checkpoint_dir)
             return None if logdir and d == os.path.abspath(logdir) else d
     return None

@@ -154,12 +154,16 @@ def get_checkpoint_path(path: str) -> str:
     path = os.path.expanduser(str(path))
     tried = [path]
     if os.path.isdir(path):
-        found = tf.train.latest_checkpoint(path)
+        from trainbus.checkpoint import latest_checkpoint
+
+        found = latest_checkpoint(path)[0]
         if found is None:
             raise FileNotFoundError(f"no checkpoint in directory {path!r} (it has no readable 'checkpoint' state file)")
         path = found
     elif os.path.basename(path) == "checkpoint" and os.path.isfile(path):
-        found = tf.train.latest_checkpoint(os.path.dirname(path) or ".")
+        from trainbus.checkpoint import latest_checkpoint
+
+        found = latest_checkpoint(os.path.dirname(path) or ".")[0]
         if found is None:
             raise FileNotFoundError(f"the checkpoint state file {path!r} names no existing checkpoint")
         path = found
@@ -270,12 +274,11 @@ def get_all_checkpoints(dir: str, prefix: str = "model") -> list[tuple[str, int]
     """
     if not os.path.isdir(dir):
         raise FileNotFoundError(f"get_all_checkpoints: {dir!r} is not a directory")
-    pat = re.compile(re.escape(prefix) + r"-(\d+)\.index$")
     found = []
     for f in os.listdir(dir):
-        m = pat.match(f)
-        if m:
-            found.append((os.path.join(dir, f[: -len(".index")]), int(m.group(1))))
+        step = f[len(prefix) + 1: -len(".index")]
+        if f.startswith(prefix + "-") and f.endswith(".index") and step.isdigit():
+            found.append((os.path.join(dir, f[: -len(".index")]), int(step)))
     return sorted(found, key=lambda x: x[1])
 
 

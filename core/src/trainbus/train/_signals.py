@@ -189,68 +189,27 @@ def install_interrupt_excepthook() -> None:
 
 
 def newest_checkpoint(trainer: Any) -> tuple[str | None, int | None]:
-    """The newest checkpoint (prefix, global step) named by the ``checkpoint`` state file of
-    the directory of ``trainer``'s first ``ModelSaver``; ``(None, None)`` when the trainer has
-    no ``ModelSaver`` or its directory lists no checkpoint yet."""
-    for cb in _model_savers(trainer):
-        d = getattr(cb, "checkpoint_dir", None)
-        if d:
-            return _latest_in(os.fspath(d))
-    return None, None
+    """The newest checkpoint (prefix, global step) named by the ``checkpoint`` list of the
+    directory of ``trainer``'s first checkpoint writer (``ModelSaver``: any callback following
+    :class:`trainbus.checkpoint.CheckpointWriter`); ``(None, None)`` when it has none or its
+    directory lists no checkpoint yet."""
+    from trainbus import checkpoint
 
-
-def _model_savers(trainer: Any) -> Iterator[Any]:
-    """The ``ModelSaver`` instances among ``trainer``'s callbacks, also inside proxies and groups."""
-    from trainbus.callbacks.base import ProxyCallback
-
-    def members(cb: Any) -> Iterator[Any]:
-        yield cb
-        if isinstance(cb, ProxyCallback):
-            yield from members(cb.cb)
-        for inner in getattr(cb, "cbs", None) or ():
-            yield from members(inner)
-
-    for top in list(getattr(trainer, "_callbacks", None) or ()):
-        for cb in members(top):
-            if any(k.__name__ == "ModelSaver" for k in type(cb).__mro__):
-                yield cb
+    return checkpoint.newest_checkpoint(trainer)
 
 
 def checkpoint_report(trainer: Any) -> dict[str, Any]:
     """The ``checkpoint``/``checkpoint_step`` keyword arguments of a :class:`TrainingInterrupted`
     raised in ``trainer``'s process, as the single-process trainer fills them: the newest checkpoint
-    of its ``ModelSaver`` (``checkpoint=None`` when it lists none, or when a chief has no saver).
+    of its checkpoint writer (``checkpoint=None`` when it lists none, or when a chief has no saver).
     Empty for a non-chief process without a saver: the chief-only savers run elsewhere, so this
     process cannot tell (the chief's line names the checkpoint)."""
-    path, step = newest_checkpoint(trainer)
-    if path is None and not getattr(trainer, "is_chief", True) and not _has_model_saver(trainer):
+    from trainbus import checkpoint
+
+    path, step = checkpoint.newest_checkpoint(trainer)
+    if path is None and not getattr(trainer, "is_chief", True) and not checkpoint.find_writers(trainer):
         return {}
     return {"checkpoint": path, "checkpoint_step": step}
-
-
-def _has_model_saver(trainer: Any) -> bool:
-    return any(True for _ in _model_savers(trainer))
-
-
-def _latest_in(d: str) -> tuple[str | None, int | None]:
-    """(prefix, step) of the newest checkpoint the state file of ``d`` lists and whose index exists."""
-    import re
-
-    from trainbus.tfutils import _tf
-
-    try:
-        state = _tf.tf1().train.get_checkpoint_state(d)
-    except Exception:  # noqa: BLE001 - a damaged state file: reported by the restore paths, not here
-        return None, None
-    if state is None or not state.model_checkpoint_path:
-        return None, None
-    path = state.model_checkpoint_path
-    if not os.path.isabs(path):
-        path = os.path.join(d, path)
-    if not os.path.isfile(path + ".index"):
-        return None, None
-    m = re.search(r"-(\d+)$", path)
-    return os.path.abspath(path), (int(m.group(1)) if m else None)
 
 
 def signum_of_reason(reason: str | None) -> int | None:
@@ -483,10 +442,9 @@ def _phase_of(trainer: Any, frame: Any) -> str | None:
 
 
 def _step_of(path: str | None) -> int | None:
-    import re
+    from trainbus.checkpoint import step_of
 
-    m = re.search(r"-(\d+)$", path or "")
-    return int(m.group(1)) if m else None
+    return step_of(path)
 
 
 class _Setup:

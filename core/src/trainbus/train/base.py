@@ -14,6 +14,7 @@ import logging
 import time
 from typing import Any, Iterable, Sequence
 
+from trainbus import checkpoint as _ckpt
 from trainbus.bus.dispatch import Bus, annotate_from_traceback, origin_of
 from trainbus.bus.manager import TrainbusPluginManager
 from trainbus.callbacks.base import Callback, ensure_callback
@@ -145,6 +146,10 @@ class Trainer:
         self._step_incr_op: Any = None
         self._resume_states: dict[str, Any] | None = None  # read from the restored checkpoint
         self._resume_states_file: str | None = None
+        # checkpoint commits (list + callback states) waiting for every callback to handle the
+        # triggers of the step: trainbus.checkpoint.defer_commit / flush_commits
+        self._pending_commits: list[Any] = []
+        self._defer_commits = False
 
     # ------------------------------------------------------------------ state
     @property
@@ -231,11 +236,26 @@ class Trainer:
         self._callbacks_setup = True
         self.monitors.bind(self, pm.hook)
         self._stateful_members()  # two stateful callbacks with one state key: an error before any graph work
-        # every check of the run passed: now the log directory's action (delete, back up,
-        # create) is carried out, before any callback writes into it
-        logger.commit_logger_dir()
-        with self.graph.as_default(), pm.deferring_drops():
-            self._bus.setup_graph(trainer=self)
+        try:
+            if self.is_chief:
+                # the log directory is this training's alone until it ends (set_logger_dir took
+                # the lock when the directory existed; a new one is locked once created)
+                taken = logger.take_run_dir_lock()
+                if taken is not None:
+                    self.__dict__.setdefault("_run_dir_locks", []).append(taken)
+            # every check of the run passed: now the log directory's action (delete, back up,
+            # create) is carried out, before any callback writes into it
+            logger.commit_logger_dir()
+            if self.is_chief:
+                _ckpt.lock_run_dir(self, logger.get_logger_dir())
+            with self.graph.as_default(), pm.deferring_drops():
+                self._bus.setup_graph(trainer=self)
+            if self.is_chief:  # a checkpoint directory other than the log directory is locked too
+                for w in _ckpt.find_writers(self):
+                    _ckpt.lock_run_dir(self, getattr(w, "checkpoint_dir", None))
+        except BaseException:
+            _ckpt.release_run_dirs(self)
+            raise
         # bind again: a callback may leave per-step hooks it turned out not to need while
         # setting up its graph (Callback._drop_hooks), which then cost nothing per step
         self._bus = Bus(pm)
@@ -347,12 +367,8 @@ class Trainer:
             self.after_session_init()
             ckpt = getattr(session_init, "checkpoint_path", None) if self.is_chief else None
             if ckpt:
-                from trainbus.utils.cbstate import read_callback_states
-
-                from trainbus.utils.cbstate import state_file
-
-                self._resume_states = read_callback_states(ckpt)
-                self._resume_states_file = state_file(ckpt)
+                self._resume_states = _ckpt.read_callback_states(ckpt)
+                self._resume_states_file = _ckpt.state_file(ckpt)
         self.sess.graph.finalize()
         logger.info("Graph Finalized.")
 
@@ -408,6 +424,7 @@ class Trainer:
         with self.graph.as_default(), self.sess.as_default():
             self.loop.config(steps_per_epoch, starting_epoch, max_epoch)
             self.loop._global_step = get_global_step_value()
+            self._defer_commits = True
             try:
                 if self._resume_states is not None:
                     self.load_callback_states(self._resume_states, self._resume_states_file)
@@ -417,11 +434,14 @@ class Trainer:
                 trigger_step = bus.trigger_step
                 hooked = self.hooked_sess
                 loop = self.loop
+                pending = self._pending_commits
+                last = steps_per_epoch - 1
+                first_step = self._first_local_step()
                 for loop._epoch_num in range(self.loop.starting_epoch, self.loop.max_epoch + 1):
                     logger.info(f"Start Epoch {loop._epoch_num} ...")
                     bus.before_epoch(trainer=self)
                     start = time.perf_counter()
-                    for loop._local_step in range(steps_per_epoch):
+                    for loop._local_step in range(first_step, steps_per_epoch):
                         if self._stop_reason is not None:
                             raise StopTraining(self._stop_reason)
                         if hooked.should_stop():
@@ -432,9 +452,14 @@ class Trainer:
                             run_step()
                             if trigger_step is not None:
                                 trigger_step(trainer=self)
+                                # a checkpoint saved by a step trigger is committed once every
+                                # callback handled this step (at an epoch's end: after trigger_epoch)
+                                if pending and loop._local_step != last:
+                                    _ckpt.flush_commits(self)
                         except StopTraining as e:
                             if self.agree_stop(_reason_of(e)):
                                 raise
+                    first_step = 0
                     bus.after_epoch(trainer=self)
                     logger.info(
                         f"Epoch {loop._epoch_num} (global_step {loop._global_step}) finished, "
@@ -446,6 +471,9 @@ class Trainer:
                     except StopTraining as e:
                         if self.agree_stop(_reason_of(e)):
                             raise
+                    finally:
+                        # checkpoints of this epoch get the callbacks' states after every trigger
+                        _ckpt.flush_commits(self)
                     self._log_slow_callbacks()
                     if self._stop_reason is not None:
                         raise StopTraining(self._stop_reason)
@@ -472,6 +500,20 @@ class Trainer:
             finally:
                 self._finish(primary)
 
+    def _first_local_step(self) -> int:
+        """Where the first epoch starts: a run resumed in the middle of epoch N (its global step
+        between the ends of epochs N-1 and N) runs only that epoch's remaining steps, so that
+        every epoch N ends at global step N * steps_per_epoch."""
+        loop = self.loop
+        done = loop._global_step - (loop.starting_epoch - 1) * loop.steps_per_epoch
+        if 0 < done < loop.steps_per_epoch:
+            logger.info(f"Resuming inside epoch {loop.starting_epoch} at global step {loop._global_step}: it runs its "
+                        f"remaining {loop.steps_per_epoch - done} steps and ends at global step "
+                        f"{loop.starting_epoch * loop.steps_per_epoch}. The input starts where it starts (the "
+                        f"{done} datapoints this epoch already consumed are not skipped).")
+            return done
+        return 0
+
     def _stop_from_session(self, hooked: Any, cause: str) -> None:
         take = getattr(hooked, "take_stop_request", None)
         if take is not None:
@@ -490,6 +532,12 @@ class Trainer:
         try:
             self._bus.after_train(trainer=self)
         finally:
+            try:
+                _ckpt.flush_commits(self)  # the final checkpoint, with the states after after_train
+            except Exception as e:  # noqa: BLE001 - the commits report their own write failures
+                logger.error(f"Committing the last checkpoint failed: {type(e).__name__}: {e}")
+            self._defer_commits = False
+            _ckpt.release_run_dirs(self)
             try:
                 if self.hooked_sess is not None:
                     self.hooked_sess.close()
@@ -531,6 +579,7 @@ class Trainer:
             self.initialize(session_creator, session_init)
         except BaseException:
             # before_train never ran, so no after_train is due; only release the session
+            _ckpt.release_run_dirs(self)
             if self.sess is not None:
                 try:
                     self.sess.close()

@@ -164,7 +164,8 @@ class AutoResumeTrainConfig(TrainConfig):
         or, when the list is missing or damaged, every ``<name>-<step>.index`` file by step."""
         import glob
 
-        from trainbus.utils.cbstate import DamagedCheckpointError, checkpoint_step, read_checkpoint_list
+        from trainbus.checkpoint import DamagedCheckpointError, read_checkpoint_list
+        from trainbus.checkpoint import step_of as checkpoint_step
 
         try:
             listed = read_checkpoint_list(dir)
@@ -191,7 +192,7 @@ class AutoResumeTrainConfig(TrainConfig):
         import tensorflow as tf
 
         from trainbus.tfutils import sessinit
-        from trainbus.utils.cbstate import DamagedCheckpointError
+        from trainbus.checkpoint import DamagedCheckpointError
 
         dir = dir or logger.get_logger_dir()
         if dir is None or not os.path.isdir(dir):

@@ -16,6 +16,7 @@ from datetime import datetime
 
 
 __all__ = ["set_logger_dir", "auto_set_dir", "get_logger_dir", "commit_logger_dir", "pending_logger_dir_action",
+           "take_run_dir_lock", "protect_path",
            "info", "warning", "warn", "error", "exception", "debug", "critical", "setLevel", "addFilter",
            "LOG_FILENAME"]
 
@@ -87,9 +88,61 @@ class _PendingDir:
         self.dirname = dirname      # where the run writes (differs from ``requested`` for "n")
         self.action = action        # "k", "d", "b", "n" or None (the directory was empty or absent)
         self.buffer = _BufferHandler()
+        self.lock: object | None = None  # the run-directory lock, taken when the directory exists
+
+
+_PROTECTED: list[str] = []
+
+
+def protect_path(path: str) -> None:
+    """Never let ``set_logger_dir(..., action="d")`` delete a directory holding ``path`` (the run
+    file of ``trainbus train`` registers itself)."""
+    _PROTECTED.append(os.path.abspath(path))
+
+
+def _check_deletable(dirname: str) -> None:
+    d = os.path.realpath(dirname)
+    for what, p in [("the current directory", os.getcwd())] + [("the run file", x) for x in _PROTECTED]:
+        rp = os.path.realpath(p)
+        if rp == d or rp.startswith(d.rstrip(os.sep) + os.sep):
+            raise ValueError(f"set_logger_dir: action 'd' would delete {dirname}, which holds {what} ({p}); "
+                             "choose a log directory of its own (e.g. train_log/<name>) or another action")
 
 
 _PENDING: _PendingDir | None = None
+
+
+class _LogFileHandler(logging.FileHandler):
+    """``log.log``: a record that cannot be written (full or read-only disk) gives one warning on
+    the console, not Python's ``--- Logging error ---`` traceback for every record; writing is
+    tried again with each record, and a recovery is said once."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(filename=path, encoding="utf-8", mode="w")
+        self._failing: str | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        super().emit(record)
+        if self._failing is not None and self._ok:
+            self._failing = None
+            sys.stdout.write(f"[trainbus] writing {self.baseFilename} works again.\n")
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        self._ok = False
+        e = sys.exc_info()[1]
+        reason = (f"{os.strerror(e.errno)} ({errno.errorcode.get(e.errno, e.errno)})"
+                  if isinstance(e, OSError) and e.errno else f"{type(e).__name__}: {e}")
+        if self._failing != reason:
+            self._failing = reason
+            try:
+                sys.stderr.write(f"[trainbus] WRN cannot write the log file {self.baseFilename}: {reason}; "
+                                 "messages go on on the console only until it can be written again.\n")
+            except Exception:  # noqa: BLE001 - nothing left to report to
+                pass
+
+    def format(self, record: logging.LogRecord) -> str:
+        self._ok = True
+        return super().format(record)
 
 
 def _set_file(path: str) -> None:
@@ -98,7 +151,7 @@ def _set_file(path: str) -> None:
         backup = path + "." + _get_time_str()
         shutil.move(path, backup)
         info(f"Existing log file '{path}' backuped to '{backup}'")
-    hdl = logging.FileHandler(filename=path, encoding="utf-8", mode="w")
+    hdl = _LogFileHandler(path)
     hdl.setFormatter(_Formatter(datefmt="%m%d %H:%M:%S"))
     if _FILE_HANDLER is not None:
         _logger.removeHandler(_FILE_HANDLER)
@@ -115,7 +168,18 @@ def _drop_pending() -> None:
     global _PENDING
     if _PENDING is not None:
         _logger.removeHandler(_PENDING.buffer)
+        if _PENDING.lock is not None:
+            _PENDING.lock.release()  # type: ignore[attr-defined]
         _PENDING = None
+
+
+def take_run_dir_lock() -> object | None:
+    """Hand the lock ``set_logger_dir`` took on the log directory over to the caller (a trainer
+    about to train there), or None when it took none."""
+    if _PENDING is None:
+        return None
+    lock, _PENDING.lock = _PENDING.lock, None
+    return lock
 
 
 def set_logger_dir(dirname: str | os.PathLike, action: str | None = None) -> None:
@@ -149,6 +213,8 @@ def set_logger_dir(dirname: str | os.PathLike, action: str | None = None) -> Non
     _drop_pending()
     act: str | None = None
     target = dirname
+    if action == "d":
+        _check_deletable(dirname)
     if _dir_nonempty(dirname):
         if action is None:
             if not sys.stdin or not sys.stdin.isatty():
@@ -167,8 +233,17 @@ def set_logger_dir(dirname: str | os.PathLike, action: str | None = None) -> Non
         elif act not in ("k", "d", "b"):
             raise FileExistsError(f"log directory {dirname} exists and set_logger_dir was told to quit "
                                   f"(action {act!r})")
+        if act == "d":
+            _check_deletable(dirname)
+    lock = None
+    if target == dirname and os.path.isdir(dirname):
+        # another training there is refused now, before anything reads or changes the directory
+        from trainbus.checkpoint import RunDirLock
+
+        lock = RunDirLock(dirname).acquire()
     LOG_DIR = target
     _PENDING = _PendingDir(dirname, target, act)
+    _PENDING.lock = lock
     _logger.addHandler(_PENDING.buffer)
     info("Argv: " + " ".join(sys.argv))
 
@@ -212,14 +287,22 @@ def commit_logger_dir() -> str | None:
     dirname, act = pending.requested, pending.action
     # the directory may have changed since it was chosen: act on what is there now
     if _dir_nonempty(dirname):
+        # the lock file stays where it is (this run holds it): everything else goes
+        from trainbus.checkpoint import LOCK_FILE
+
+        content = [os.path.join(dirname, n) for n in os.listdir(dirname) if n != LOCK_FILE]
         if act == "b":
             backup_name = dirname + _get_time_str()
-            shutil.move(dirname, backup_name)
+            os.makedirs(backup_name)
+            for p in content:
+                shutil.move(p, os.path.join(backup_name, os.path.basename(p)))
             info(f"Directory '{dirname}' backuped to '{backup_name}'")
         elif act == "d":
-            shutil.rmtree(dirname, ignore_errors=True)
-            if _dir_nonempty(dirname):
-                shutil.rmtree(dirname, ignore_errors=False)
+            for p in content:
+                if os.path.isdir(p) and not os.path.islink(p):
+                    shutil.rmtree(p)
+                else:
+                    os.remove(p)
             info(f"Deleted the old content of the log directory '{dirname}'.")
         elif act == "n":
             info(f"Use a new log directory {pending.dirname}")
@@ -262,6 +345,7 @@ def _reset_for_tests() -> None:
     """Forget the log directory (tests run many trainings in one process)."""
     global LOG_DIR, _FILE_HANDLER
     LOG_DIR = None
+    _PROTECTED.clear()
     _drop_pending()
     if _FILE_HANDLER is not None:
         _logger.removeHandler(_FILE_HANDLER)

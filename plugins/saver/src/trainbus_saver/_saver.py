@@ -1,44 +1,36 @@
 """ModelSaver, MinSaver and MaxSaver: crash-safe checkpoints.
 
 A checkpoint is made visible only when it is complete: ModelSaver writes the data and index
-files (``tf.compat.v1.train.Saver`` with ``write_state=False``), fsyncs them, writes the
-callback states beside them, and only then replaces the ``checkpoint`` state file atomically
-(temporary file, fsync, rename). Old checkpoints are deleted after the state file no longer
-names them. A crash at any point leaves a state file that names only readable checkpoints.
+files (``tf.compat.v1.train.Saver`` with ``write_state=False``) and fsyncs them; once every
+callback has handled the triggers of that step it writes the callbacks' states beside them and
+only then replaces the ``checkpoint`` list atomically (``trainbus.checkpoint``). Old checkpoints
+are deleted after the list no longer names them, and only inside the checkpoint directory. A
+crash at any point leaves a list that names only readable checkpoints.
 """
 
 from __future__ import annotations
 
-import glob
+import math
 import numbers
 import os
-import re
 import sys
 import time
 from datetime import datetime
 from typing import Any, Iterator, Sequence
 
+from trainbus import checkpoint as ckpt
 from trainbus.callbacks.base import Callback, ProxyCallback
 from trainbus import plugin_api as _tf
 from trainbus.utils import logger
-from trainbus.utils.cbstate import SUFFIX as STATE_SUFFIX
-from trainbus.utils.cbstate import write_callback_states
-from trainbus.utils.fs import atomic_write_bytes, atomic_write_text, fsync_dir
+from trainbus.utils.fs import atomic_write_bytes, fsync_dir
 
 __all__ = ["ModelSaver", "MinSaver", "MaxSaver"]
 
 #: name of TensorFlow's checkpoint state file
-STATE_FILE = "checkpoint"
-_STEP_RE = re.compile(r"-(\d+)$")
-_DATA_RE = re.compile(r"^\.data-\d+-of-\d+$")
-
-
-def _checkpoint_files(prefix: str) -> list[str]:
-    """The data and index files of the checkpoint ``prefix``."""
-    files = sorted(f for f in glob.glob(glob.escape(prefix) + ".data-*-of-*") if _DATA_RE.search(f[len(prefix):]))
-    if os.path.isfile(prefix + ".index"):
-        files.append(prefix + ".index")
-    return files
+STATE_FILE = ckpt.STATE_FILE
+STATE_SUFFIX = ckpt.SUFFIX
+_checkpoint_files = ckpt.checkpoint_files
+_step_of = ckpt.step_of
 
 
 def _fsync_file(path: str) -> None:
@@ -52,7 +44,7 @@ def _fsync_file(path: str) -> None:
 def _remove(path: str) -> None:
     try:
         os.remove(path)
-    except FileNotFoundError:
+    except OSError:
         pass
 
 
@@ -63,6 +55,11 @@ def _resolve_dir(given: str | None) -> str | None:
     if d is None:
         return None
     return os.path.abspath(os.fspath(d))
+
+
+def _save_errors() -> tuple[type[BaseException], ...]:
+    tf = _tf.tf()
+    return (OSError, tf.errors.OpError)
 
 
 class ModelSaver(Callback):
@@ -113,6 +110,7 @@ class ModelSaver(Callback):
         self._next_keep_time = float("inf")
         self._last_saved_step: int | None = None
         self._start_step: int | None = None
+        self._written: str | None = None  # the newest checkpoint saved in this run
 
     def resolved_dir(self) -> str:
         """The checkpoint directory (the log directory if none was given)."""
@@ -154,27 +152,39 @@ class ModelSaver(Callback):
         self._recover_existing()
         self._export_graph()
 
+    def latest(self) -> str | None:
+        """The newest checkpoint this saver wrote in this run (its list may not name it yet: the
+        list is written once every callback handled the step's triggers), else the newest its
+        directory lists; None if there is none (``trainbus.checkpoint.CheckpointWriter``)."""
+        if self._written is not None:
+            return self._written
+        if self.checkpoint_dir is None:
+            return None
+        return ckpt.latest_checkpoint(self.checkpoint_dir)[0]
+
     def _export_graph(self) -> None:
+        fname = os.path.join(self.checkpoint_dir, "graph-{}.meta".format(datetime.now().strftime("%m%d-%H%M%S")))
         try:
             meta = self.saver.export_meta_graph(collection_list=self.graph.get_all_collection_keys())
-            fname = os.path.join(self.checkpoint_dir, "graph-{}.meta".format(datetime.now().strftime("%m%d-%H%M%S")))
             atomic_write_bytes(fname, meta.SerializeToString())
         except Exception as e:  # noqa: BLE001 - the graph file is a convenience, checkpoints do not need it
-            logger.warning(f"ModelSaver: could not write the graph's meta file: {type(e).__name__}: {e}")
+            ckpt.report_write_failure("ModelSaver", fname, e, "checkpoints do not need it; training goes on")
 
     def _recover_existing(self) -> None:
-        """Continue the bookkeeping of checkpoints an earlier run left in this directory."""
-        state = _read_state(self.checkpoint_dir)
-        if state is None:
+        """Continue the bookkeeping of checkpoints an earlier run left in this directory (only
+        those inside it: an entry naming another directory is left alone)."""
+        try:
+            listing = ckpt.read_listing(self.checkpoint_dir)
+        except ckpt.DamagedCheckpointError as e:
+            logger.warning(f"ModelSaver: {e} It is replaced by this run's list at the first save.")
+            return
+        if listing is None:
             return
         now = time.time()
-        paths = list(state.all_model_checkpoint_paths) or [state.model_checkpoint_path]
-        stamps = list(state.all_model_checkpoint_timestamps)
-        for i, p in enumerate(paths):
-            full = p if os.path.isabs(p) else os.path.join(self.checkpoint_dir, p)
-            if os.path.isfile(full + ".index"):
-                self._ckpts.append((full, stamps[i] if i < len(stamps) else now))
-        self._last_preserved = state.last_preserved_timestamp
+        for e in listing.entries:
+            if os.path.isfile(e.prefix + ".index"):
+                self._ckpts.append((e.prefix, e.timestamp if e.timestamp is not None else now))
+        self._last_preserved = listing.last_preserved
         ahead = [p for p, _ in self._ckpts if (_step_of(p) or 0) > self.global_step]
         if ahead:
             logger.warning(f"ModelSaver: {self.checkpoint_dir} holds checkpoint(s) from later global steps than this "
@@ -196,42 +206,74 @@ class ModelSaver(Callback):
         self._save()
 
     def _save(self) -> str | None:
-        tf = _tf.tf()
+        """Write the checkpoint of this global step; it is listed (with the callbacks' states)
+        once every callback handled this step's triggers (``trainbus.checkpoint.defer_commit``)."""
         step = self.global_step
-        before = (list(self._ckpts), self._last_preserved, self._next_keep_time)
+        target = f"{self.path}-{step}"
         try:
             path = self.saver.save(self.trainer.sess, self.path, global_step=step, write_meta_graph=False,
                                    write_state=False)
             for f in _checkpoint_files(path):
                 _fsync_file(f)
             fsync_dir(self.checkpoint_dir)
-            write_callback_states(path, self.trainer.callback_states())
-            to_delete = self._record(path)
-            self._write_state(path)
-        except (OSError, tf.errors.PermissionDeniedError, tf.errors.ResourceExhaustedError, tf.errors.NotFoundError,
-                tf.errors.UnavailableError) as e:
-            # a full or flaky disk must not kill a long training; the state file still names good checkpoints
-            self._ckpts, self._last_preserved, self._next_keep_time = before
-            target = f"{self.path}-{step}"
-            if all(p != target for p, _ in self._ckpts):  # a partial new checkpoint: never leave it looking usable
-                for f in _checkpoint_files(target) + [target + STATE_SUFFIX]:
-                    _remove(f)
-            kept = (f"the checkpoint list still names {os.path.basename(self._ckpts[-1][0])} as the latest, which "
-                    "stays usable" if self._ckpts else "no earlier checkpoint of this run exists yet")
-            reason = str(e).strip().splitlines()[0] if str(e).strip() else ""
-            logger.error(f"ModelSaver: saving the checkpoint at global_step {step} to {self.checkpoint_dir} failed "
-                         f"({type(e).__name__}: {reason}); its partial files were removed and {kept}. Free space "
-                         "on that disk (or fix its permissions); training goes on and the next save tries again.")
+        except _save_errors() as e:
+            self._discard(target)
+            self._report(step, target, e)
             return None
-        for old in to_delete:
-            try:
-                for f in _checkpoint_files(old) + [old + STATE_SUFFIX]:
-                    _remove(f)
-            except OSError as e:
-                logger.warning(f"ModelSaver: could not delete the old checkpoint {old}: {e}")
+        self._written = path
         self._last_saved_step = step
-        logger.info(f"Model saved to {path}.")
+        ckpt.defer_commit(self.trainer, lambda states: self._commit(path, step, states))
         return path
+
+    def _discard(self, target: str) -> None:
+        """Remove a new checkpoint's files that the list does not name (a partial or unlisted
+        save): it must never look usable."""
+        if all(p != target for p, _ in self._ckpts):
+            for f in _checkpoint_files(target) + [target + STATE_SUFFIX]:
+                _remove(f)
+        if self._written == target:
+            self._written = None
+
+    def _report(self, step: int, target: str, e: BaseException) -> None:
+        kept = (f"the checkpoint list still names {os.path.basename(self._ckpts[-1][0])} as the latest, which "
+                "stays usable" if self._ckpts else "no earlier checkpoint of this run exists yet")
+        ckpt.report_write_failure(
+            "ModelSaver", target, e,
+            f"its partial files were removed and {kept}; training goes on and the next save tries again "
+            "(free space on that disk, or fix its permissions)", action=f"save the checkpoint of global_step {step} to")
+
+    def _commit(self, path: str, step: int, states: dict[str, Any]) -> None:
+        """Write the callback states of ``path``, then the list naming it; delete rotated ones."""
+        before = (list(self._ckpts), self._last_preserved, self._next_keep_time)
+        try:
+            ckpt.write_callback_states(path, states)
+            to_delete = self._record(path)
+            ckpt.write_listing(self.checkpoint_dir, self._ckpts, self._last_preserved)
+        except _save_errors() as e:
+            self._ckpts, self._last_preserved, self._next_keep_time = before
+            self._discard(path)
+            self._report(step, path, e)
+            return
+        ckpt.write_succeeded("ModelSaver", path)
+        for old in to_delete:
+            ckpt.remove_checkpoint(self.checkpoint_dir, old, "ModelSaver")
+        logger.info(f"Model saved to {path}.")
+
+    def save_as(self, prefix: str) -> None:
+        """Save the current variables as the checkpoint ``prefix`` (a file name in the checkpoint
+        directory), replacing one there so that a reader sees the old or the new checkpoint:
+        written under a temporary name, the index renamed into place last. Raises ``OSError`` or
+        TensorFlow's error when the disk fails; the temporary files are removed then."""
+        d = os.path.dirname(prefix)
+        tmp = os.path.join(d, f".{os.path.basename(prefix)}.tmp-save")
+        try:
+            self.saver.save(self.trainer.sess, tmp, write_meta_graph=False, write_state=False)
+            for f in _checkpoint_files(tmp):
+                _fsync_file(f)
+            _replace_checkpoint(tmp, prefix)
+        finally:
+            for f in _checkpoint_files(tmp):
+                _remove(f)
 
     def _record(self, path: str) -> list[str]:
         """Add ``path`` to the checkpoints of the state file; return those to delete."""
@@ -261,21 +303,6 @@ class ModelSaver(Callback):
             to_delete.append(p)
         return to_delete
 
-    def _write_state(self, latest: str) -> None:
-        from google.protobuf import text_format
-        from tensorflow.python.checkpoint.checkpoint_management import CheckpointState
-
-        def rel(p: str) -> str:
-            return os.path.basename(p) if os.path.dirname(p) == self.checkpoint_dir else p
-
-        state = CheckpointState(
-            model_checkpoint_path=rel(latest),
-            all_model_checkpoint_paths=[rel(p) for p, _ in self._ckpts],
-            all_model_checkpoint_timestamps=[t for _, t in self._ckpts],
-            last_preserved_timestamp=self._last_preserved,
-        )
-        atomic_write_text(os.path.join(self.checkpoint_dir, STATE_FILE), text_format.MessageToString(state))
-
     def __str__(self) -> str:
         return "ModelSaver"
 
@@ -296,22 +323,6 @@ def _check_writable(d: str) -> None:
         raise _unwritable(d, e) from None
     os.close(fd)
     os.remove(probe)
-
-
-def _step_of(prefix: str) -> int | None:
-    m = _STEP_RE.search(prefix)
-    return int(m.group(1)) if m else None
-
-
-def _read_state(d: str) -> Any:
-    tf = _tf.tf()
-    if not os.path.isfile(os.path.join(d, STATE_FILE)):
-        return None
-    try:
-        return tf.train.get_checkpoint_state(d)
-    except Exception as e:  # noqa: BLE001
-        logger.warning(f"the checkpoint state file in {d} cannot be read ({type(e).__name__}: {e}); ignoring it")
-        return None
 
 
 def _iter_members(cb: Any) -> Iterator[Any]:
@@ -358,6 +369,8 @@ class MinSaver(Callback):
         self._given_dir = os.fspath(checkpoint_dir) if checkpoint_dir is not None else None
         self.checkpoint_dir = _resolve_dir(self._given_dir)
         self.best: tuple[int, float] | None = None
+        self._writer: Any = None  # the ModelSaver writing to checkpoint_dir
+        self._warned_nonfinite: int | None = None
 
     def _setup_graph(self) -> None:
         if self.checkpoint_dir is None:
@@ -381,6 +394,7 @@ class MinSaver(Callback):
                 if isinstance(x, ModelSaver):
                     d = os.path.realpath(x.resolved_dir())
                     if d == mine:
+                        self._writer = x
                         return
                     others.append(d)
         where = f" (ModelSavers found earlier write to {sorted(set(others))})" if others else ""
@@ -401,29 +415,51 @@ class MinSaver(Callback):
             logger.warning(f"[{type(self).__name__}] no value of '{self.monitor_stat}' in the monitors yet; "
                            "is the callback producing it placed before this one?")
             return
+        step = int(step)
+        try:
+            val = float(val)
+        except (TypeError, ValueError):
+            logger.warning(f"[{type(self).__name__}] '{self.monitor_stat}' at global_step {step} is {val!r}, not a "
+                           "number; it is not a candidate for the best model")
+            return
+        if not math.isfinite(val):
+            if step != self._warned_nonfinite:
+                self._warned_nonfinite = step
+                logger.warning(f"[{type(self).__name__}] '{self.monitor_stat}' is {val} at global_step {step}; a value "
+                               "that is not finite never counts as the best (the kept model stays)")
+            return
+        if self.best is not None and step == self.best[0]:
+            return  # this measurement was handled already
         if self._improved(val):
-            self.best = (int(step), float(val))
-            self._save()
+            self._save(step, val)
 
-    def _save(self) -> None:
-        state = _read_state(self.checkpoint_dir)
-        if state is None or not state.model_checkpoint_path:
-            raise RuntimeError(f"[{type(self).__name__}] no checkpoint state in {self.checkpoint_dir}; "
-                               "a ModelSaver must save there before this callback runs")
-        src = state.model_checkpoint_path
-        if not os.path.isabs(src):
-            src = os.path.join(self.checkpoint_dir, src)
-        files = _checkpoint_files(src)
-        if not any(f.endswith(".index") for f in files):
-            raise RuntimeError(f"[{type(self).__name__}] the latest checkpoint {src} has no index file")
-        m = _STEP_RE.search(src)
-        if m is not None and int(m.group(1)) != self.best[0]:
-            logger.warning(f"[{type(self).__name__}] the latest checkpoint ({os.path.basename(src)}) is not from "
-                           f"global_step {self.best[0]} where '{self.monitor_stat}' was measured; trigger the "
-                           "ModelSaver at least as often as this callback")
+    def _save(self, step: int, val: float) -> None:
+        """Keep the model measured at ``step`` as ``filename``: a copy of the checkpoint of that
+        step, or, when none was written but the weights are still those of that step, the
+        weights themselves. When neither exists, warn and keep the previous best (``best`` stays
+        the value of the model on disk). A failed write is logged; training goes on."""
         dst = os.path.join(self.checkpoint_dir, self.filename)
-        _copy_checkpoint(src, dst)
-        logger.info(f"Model at global_step={self.best[0]} with {self.monitor_stat}={self.best[1]:.5g} saved to {dst}.")
+        writer = self._writer
+        src = writer.latest() if writer is not None else ckpt.latest_checkpoint(self.checkpoint_dir)[0]
+        name = type(self).__name__
+        try:
+            if src is not None and _step_of(src) == step and os.path.isfile(src + ".index"):
+                _copy_checkpoint(src, dst)
+            elif step == self.global_step and writer is not None and getattr(writer, "saver", None) is not None:
+                writer.save_as(dst)
+            else:
+                newest = f"the newest checkpoint is {os.path.basename(src)}" if src else "no checkpoint exists"
+                logger.warning(f"[{name}] the model measured at global_step {step} ({self.monitor_stat}={val:.5g}) "
+                               f"cannot be saved: {newest} and the weights have changed since. The previous best "
+                               f"{'(' + str(self.best[1]) + ')' if self.best else ''} stays kept; trigger the "
+                               "ModelSaver at least as often as this callback.")
+                return
+        except _save_errors() as e:
+            ckpt.report_write_failure(name, dst, e, "the previous best model stays kept; training goes on")
+            return
+        ckpt.write_succeeded(name, dst)
+        self.best = (step, val)
+        logger.info(f"Model at global_step={step} with {self.monitor_stat}={val:.5g} saved to {dst}.")
 
     def _state_key_args(self) -> tuple:
         # the statistic, plus the direction when it is not the class's own and a file name given by the user
@@ -440,24 +476,33 @@ class MinSaver(Callback):
         return {"best_step": self.best[0], "best_value": self.best[1]}
 
     def _load_state_dict(self, state: dict) -> None:
-        if "best_value" in state:
-            self.best = (int(state.get("best_step", 0)), float(state["best_value"]))
+        if "best_value" not in state:
+            return
+        try:
+            value = float(state["best_value"])
+        except (TypeError, ValueError):
+            value = math.nan
+        if not math.isfinite(value):  # saved by an earlier version that let NaN be the best
+            logger.warning(f"[{type(self).__name__}] the saved best '{self.monitor_stat}' is {state['best_value']!r}, "
+                           "not a finite number; it is ignored and the next finite value becomes the best")
+            return
+        self.best = (int(state.get("best_step", 0)), value)
 
     def __str__(self) -> str:
         return f"{type(self).__name__}({self.monitor_stat})"
 
 
 def _copy_checkpoint(src: str, dst: str) -> None:
-    """Copy checkpoint ``src`` to prefix ``dst`` so a reader sees either no ``dst`` checkpoint
-    or a complete one: the old index goes first, the new index comes last."""
-    src_files = _checkpoint_files(src)
-    data = [f for f in src_files if not f.endswith(".index")]
-    renames = []
+    """Copy checkpoint ``src`` to prefix ``dst`` (see :func:`_replace_checkpoint`): the files are
+    copied under temporary names first, which are removed when a copy fails (full disk)."""
+    d = os.path.dirname(dst)
+    tmp = os.path.join(d, f".{os.path.basename(dst)}.tmp-copy")
+    made = []
     try:
-        for f in data + [src + ".index"]:
-            target = dst + f[len(src):]
-            tmp = os.path.join(os.path.dirname(target), "." + os.path.basename(target) + ".tmp-copy")
-            with open(f, "rb") as fin, open(tmp, "wb") as fout:
+        for f in _checkpoint_files(src):
+            target = tmp + f[len(src):]
+            made.append(target)
+            with open(f, "rb") as fin, open(target, "wb") as fout:
                 while True:
                     chunk = fin.read(1 << 22)
                     if not chunk:
@@ -465,20 +510,29 @@ def _copy_checkpoint(src: str, dst: str) -> None:
                     fout.write(chunk)
                 fout.flush()
                 os.fsync(fout.fileno())
-            renames.append((tmp, target))
-    except BaseException:
-        for tmp, _ in renames:
-            _remove(tmp)
-        raise
+        _replace_checkpoint(tmp, dst)
+    finally:
+        for f in made:
+            _remove(f)
+
+
+def _replace_checkpoint(tmp: str, dst: str) -> None:
+    """Move the complete checkpoint ``tmp`` to ``dst`` (same directory) so that a reader sees
+    either no ``dst`` checkpoint or a whole one: the old index goes first, the new index last."""
     d = os.path.dirname(dst)
-    _remove(dst + ".index")
-    fsync_dir(d)
+    files = _checkpoint_files(tmp)
+    if not any(f.endswith(".index") for f in files):
+        raise FileNotFoundError(f"{tmp}.index was not written")
+    renames = [(f, dst + f[len(tmp):]) for f in files]  # the index is last
+    if os.path.exists(dst + ".index"):
+        os.remove(dst + ".index")
+        fsync_dir(d)
     new_targets = {t for _, t in renames}
     for old in _checkpoint_files(dst):
         if old not in new_targets:
             _remove(old)
-    for tmp, target in renames:  # the index is last
-        os.replace(tmp, target)
+    for f, target in renames:
+        os.replace(f, target)
     fsync_dir(d)
 
 

@@ -12,7 +12,7 @@ from trainbus.tfutils.common import get_op_tensor_name
 from trainbus.tfutils.sessinit import SessionInit
 from trainbus.tfutils.varmanip import SessionUpdate, is_training_name
 from trainbus.utils import logger
-from trainbus.utils.cbstate import DamagedCheckpointError
+from trainbus.checkpoint import DamagedCheckpointError
 from trainbus_sessinit._verify import explain_restore_error, resolve_checkpoint, verify_checkpoint
 
 tf1 = tf.compat.v1

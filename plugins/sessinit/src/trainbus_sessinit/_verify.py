@@ -13,7 +13,7 @@ import glob
 import os
 import re
 
-from trainbus.utils.cbstate import STATE_FILE, DamagedCheckpointError, read_callback_states, read_checkpoint_list
+from trainbus.checkpoint import STATE_FILE, DamagedCheckpointError, read_callback_states, read_checkpoint_list
 
 __all__ = ["DamagedCheckpointError", "verify_checkpoint", "resolve_checkpoint", "explain_restore_error"]
 
