@@ -205,10 +205,26 @@ def test_auto_resume_when_no_checkpoint_reads_completely(ckdir):
     assert sorted(os.listdir(ckdir)) == before  # nothing written or removed
 
 
-def test_auto_resume_with_a_truncated_stats_file_names_it(ckdir):
-    (ckdir / "stats.json").write_text(json.dumps([{"epoch_num": 1, "global_step": 8}])[:20])
-    with pytest.raises(CorruptStatsError, match=r"stats\.json is not valid JSON.*move it away"):
-        _auto_resume(ckdir)
+def test_auto_resume_with_a_truncated_stats_file_names_it_and_resumes_from_the_checkpoint(ckdir, tb_log):
+    """A damaged stats.json does not stop the run: the epoch comes from the checkpoint, the
+    damaged file is kept aside (named in one warning) and the run writes a fresh, valid one."""
+    damaged = json.dumps([{"epoch_num": 1, "global_step": 8}])[:20]
+    (ckdir / "stats.json").write_text(damaged)
+    logger.set_logger_dir(str(ckdir), action="k")
+    put = trainbus.callbacks.CallbackFactory(trigger=lambda cb: cb.trainer.monitors.put_scalar("x", 1.0))
+    cfg = trainbus.AutoResumeTrainConfig(model=TinyModel(), dataflow=tiny_dataflow(), max_epoch=4, callbacks=[put],
+                                         extra_callbacks=[], monitors=[trainbus.callbacks.JSONWriter()])
+    assert cfg.starting_epoch == 4
+    trainbus.launch_train_with_config(cfg, trainbus.SimpleTrainer())
+    warnings = [r.getMessage() for r in tb_log if r.levelname == "WARNING"]
+    assert any(w.startswith(f"{ckdir / 'stats.json'} is not valid JSON (") and
+               w.endswith("the epoch to resume from is taken from the checkpoint instead.") for w in warnings), warnings
+    aside = [p for p in ckdir.iterdir() if p.name.startswith("stats.json.damaged-")]
+    assert len(aside) == 1 and aside[0].read_text() == damaged
+    assert any(w.startswith(f"JSONWriter: {ckdir / 'stats.json'} is not valid JSON (") and
+               w.endswith(f"it is kept as {aside[0]} and this run writes a fresh stats.json.") for w in warnings), warnings
+    fresh = json.loads((ckdir / "stats.json").read_text())
+    assert [r["epoch_num"] for r in fresh] == [4]
 
 
 # ---------------------------------------------------------------------------------- disk full while saving

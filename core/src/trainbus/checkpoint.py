@@ -50,7 +50,7 @@ __all__ = [
 STATE_FILE = "checkpoint"
 #: suffix of the callback-state file beside a checkpoint prefix
 SUFFIX = ".trainbus.json"
-#: the lock file of a run directory (a dot file: an empty-looking directory stays empty)
+#: where a training describes itself while it holds its run directory's lock (a dot file)
 LOCK_FILE = ".trainbus.lock"
 
 _STEP_RE = re.compile(r"-(\d+)$")
@@ -466,9 +466,13 @@ class RunDirBusyError(SystemExit):
 
 
 class RunDirLock:
-    """An OS lock on ``<directory>/.trainbus.lock``, held by one training at a time and released
-    when the lock is released or the process ends (a crash and SIGKILL included). The file
-    records who holds it (pid, host, command) for the message of the next one."""
+    """An OS lock on a run directory, held by one training at a time and released when the lock
+    is released or the process ends (a crash and SIGKILL included).
+
+    On POSIX systems the directory itself is locked (``flock`` on the directory, owned by the
+    open descriptor, so a second training in the same process is refused too): taking the lock
+    creates no file. Once the training starts writing there, :meth:`describe_holder` records who
+    holds it (pid, host, command) in ``.trainbus.lock`` for the message the next one gets."""
 
     def __init__(self, directory: str) -> None:
         self.directory = os.path.abspath(directory)
@@ -482,39 +486,44 @@ class RunDirLock:
     def acquire(self) -> "RunDirLock":
         if self._fd is not None:
             return self
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as e:
-            if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-                # a directory this process cannot write: nothing to protect from a second
-                # writer here (the run's writers report their own failures)
-                return self
-            raise
+        fd = _open_for_lock(self)
+        if fd is None:
+            return self
         try:
             _lock_fd(fd)
         except BlockingIOError:
-            holder = _read_holder(fd)
             os.close(fd)
-            raise RunDirBusyError(self.directory, holder) from None
+            raise RunDirBusyError(self.directory, self._holder()) from None
         except OSError as e:
-            if e.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):  # a file system without locks
-                os.close(fd)
+            os.close(fd)
+            if e.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):  # a file system without locks
                 logger.warning(f"Cannot lock the run directory {self.directory} ({e.strerror}); a second training "
                                "there would not be refused.")
                 return self
-            os.close(fd)
             raise
-        try:
-            import socket
-
-            cmd = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))[:300]
-            info = f"pid {os.getpid()} on {socket.gethostname()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}: {cmd}\n"
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, info.encode("utf-8", "replace"), 0)
-        except OSError:
-            pass  # the description is a courtesy; the lock is what counts
         self._fd = fd
         return self
+
+    def describe_holder(self) -> None:
+        """Write who holds the lock into ``.trainbus.lock`` (best effort)."""
+        if self._fd is None:
+            return
+        import socket
+
+        cmd = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))[:300]
+        info = f"pid {os.getpid()} on {socket.gethostname()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}: {cmd}\n"
+        try:
+            atomic_write_text(self.path, info)
+        except OSError:
+            pass  # the description is a courtesy; the lock is what counts
+
+    def _holder(self) -> str:
+        try:
+            with open(self.path, encoding="utf-8", errors="replace") as f:
+                text = f.read(400).strip()
+        except OSError:
+            text = ""
+        return text or "a process that has not started training there yet"
 
     def release(self) -> None:
         fd, self._fd = self._fd, None
@@ -531,16 +540,14 @@ class RunDirLock:
             pass
 
 
-def _read_holder(fd: int) -> str:
-    try:
-        text = os.pread(fd, 400, 0).decode("utf-8", "replace").strip()
-    except OSError:
-        text = ""
-    return text or "its process did not say who it is"
-
-
 if os.name == "nt":  # pragma: no cover - exercised on Windows only
     import msvcrt
+
+    def _open_for_lock(lock: RunDirLock) -> int | None:
+        try:
+            return os.open(lock.path + ".lck", os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            return None
 
     def _lock_fd(fd: int) -> None:
         try:
@@ -556,8 +563,10 @@ if os.name == "nt":  # pragma: no cover - exercised on Windows only
 else:
     import fcntl
 
+    def _open_for_lock(lock: RunDirLock) -> int | None:
+        return os.open(lock.directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+
     def _lock_fd(fd: int) -> None:
-        # flock: owned by the open file, so a second training in the same process is refused too
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
     def _unlock_fd(fd: int) -> None:
@@ -574,9 +583,11 @@ def lock_run_dir(trainer: Any, directory: str | None) -> RunDirLock | None:
     real = os.path.realpath(directory)
     for lk in locks:
         if os.path.realpath(lk.directory) == real:
+            lk.describe_holder()
             return lk
     lk = RunDirLock(directory).acquire()
     locks.append(lk)
+    lk.describe_holder()
     return lk
 
 

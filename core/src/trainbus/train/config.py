@@ -20,7 +20,7 @@ class TrainConfig:
     :param model: a ``ModelDesc``.
     :param callbacks: the callbacks; the run uses ``callbacks + extra_callbacks``.
     :param extra_callbacks: default ``DEFAULT_CALLBACKS()``.
-    :param monitors: default ``DEFAULT_MONITORS()``.
+    :param monitors: default ``DEFAULT_MONITORS()``, made when training starts.
     :param session_creator: default ``NewSessionCreator(config=session_config)``.
     :param session_config: a ``ConfigProto`` used when ``session_creator`` is None.
     :param session_init: a ``SessionInit``; default does nothing.
@@ -60,8 +60,10 @@ class TrainConfig:
         self.callbacks = [ensure_callback(c, "callbacks") for c in (callbacks or [])]
         self.extra_callbacks = DEFAULT_CALLBACKS() if extra_callbacks is None else \
             [ensure_callback(c, "extra_callbacks") for c in extra_callbacks]
-        self.monitors = DEFAULT_MONITORS() if monitors is None else list(monitors)
-        for m in self.monitors:
+        # None: DEFAULT_MONITORS(), made when training starts, so that they write into the log
+        # directory in force then (as tensorpack)
+        self.monitors = None if monitors is None else list(monitors)
+        for m in self.monitors or ():
             if not isinstance(m, MonitorBase):
                 raise TypeError(f"monitors must be MonitorBase instances, got {m!r}")
         if session_creator is None:

@@ -287,10 +287,8 @@ def commit_logger_dir() -> str | None:
     dirname, act = pending.requested, pending.action
     # the directory may have changed since it was chosen: act on what is there now
     if _dir_nonempty(dirname):
-        # the lock file stays where it is (this run holds it): everything else goes
-        from trainbus.checkpoint import LOCK_FILE
-
-        content = [os.path.join(dirname, n) for n in os.listdir(dirname) if n != LOCK_FILE]
+        # the directory itself stays (this run holds its lock): its content goes
+        content = [os.path.join(dirname, n) for n in os.listdir(dirname)]
         if act == "b":
             backup_name = dirname + _get_time_str()
             os.makedirs(backup_name)

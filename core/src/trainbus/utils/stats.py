@@ -15,30 +15,45 @@ FILENAME = "stats.json"
 
 
 class CorruptStatsError(ValueError):
-    """``stats.json`` exists but cannot be parsed."""
+    """``stats.json`` exists but cannot be parsed; ``file`` names it, ``problem`` says what is wrong."""
+
+    def __init__(self, file: str, problem: str) -> None:
+        self.file = file
+        self.problem = problem
+        super().__init__(f"{problem}; move it away (or restore it from a backup) before resuming in this directory")
 
 
 def load_existing_json(dir: str | None) -> list[dict[str, Any]] | None:
-    """The records of ``dir/stats.json``, or None if there is none."""
+    """The records of ``dir/stats.json``, or None if there is none. Values written as ``"NaN"``,
+    ``"Infinity"`` or ``"-Infinity"`` (strict JSON) come back as floats, as does a bare ``NaN``
+    of older files."""
+    from trainbus.checkpoint import loads_strict
+
     if dir is None:
         return None
     fname = os.path.join(dir, FILENAME)
     if not os.path.isfile(fname):
         return None
     try:
-        with open(fname, encoding="utf-8") as f:
-            stats = json.load(f)
+        with open(fname, "rb") as f:
+            stats = loads_strict(f.read().decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise CorruptStatsError(f"{fname} is not valid JSON ({e}); move it away (or restore it from a backup) "
-                                "before resuming in this directory") from None
+        raise CorruptStatsError(fname, f"{fname} is not valid JSON ({e})") from None
     if not isinstance(stats, list):
-        raise CorruptStatsError(f"{fname} does not hold a list of records; move it away before resuming here")
+        raise CorruptStatsError(fname, f"{fname} does not hold a list of records")
     return stats
 
 
 def load_existing_epoch_number(dir: str | None) -> int | None:
-    """The ``epoch_num`` of the last record of ``dir/stats.json``, or None."""
-    stats = load_existing_json(dir)
+    """The ``epoch_num`` of the last record of ``dir/stats.json``, or None (also when the file
+    is damaged: a warning says so; the JSON monitor moves it aside when training starts)."""
+    try:
+        stats = load_existing_json(dir)
+    except CorruptStatsError as e:
+        from trainbus.utils import logger
+
+        logger.warning(f"{e.problem}; the epoch to resume from is taken from the checkpoint instead.")
+        return None
     try:
         return int(stats[-1]["epoch_num"]) if stats else None
     except (KeyError, TypeError, ValueError):

@@ -9,6 +9,7 @@ import shutil
 from datetime import datetime
 from typing import Any
 
+from trainbus import checkpoint as _ckpt
 from trainbus.callbacks.monitor import MonitorBase
 from trainbus.utils import logger
 from trainbus.utils.fs import atomic_write_text
@@ -29,26 +30,35 @@ class CSVWriter(MonitorBase):
     A resumed run (an existing file whose last epoch is the one before ``starting_epoch``)
     appends to it, dropping rows of steps later than the restored ``global_step``; otherwise the
     old file is kept as a time-stamped backup. Without a logger directory and with a relative
-    ``filename`` the writer warns and does nothing.
+    ``filename`` the writer warns and does nothing. A relative ``filename`` is taken in the log
+    directory in force when training starts. A write that fails (full or read-only disk) is one
+    error line; the previous file stays and the next epoch tries again.
     """
 
     def __init__(self, filename: str | os.PathLike = "stats.csv") -> None:
         filename = os.fspath(filename)
         if not isinstance(filename, str) or not filename or filename.endswith(os.sep):
             raise ValueError(f"CSVWriter(filename={filename!r}): expected a file name such as 'stats.csv'")
-        if os.path.isabs(filename):
-            self._fname: str | None = filename
-        else:
-            d = logger.get_logger_dir()
-            self._fname = None if d is None else os.path.join(d, filename)
-        if self._fname is None:
-            logger.warning(f"CSVWriter: the logger directory was not set (logger.set_logger_dir) and {filename!r} is a "
-                           "relative path; CSVWriter is ignored.")
-        elif os.path.isdir(self._fname):
-            raise ValueError(f"CSVWriter(filename={filename!r}): {self._fname} is a directory")
+        self._given = filename
+        if os.path.isabs(filename) and os.path.isdir(filename):
+            raise ValueError(f"CSVWriter(filename={filename!r}): {filename} is a directory")
+        self._bound: str | None = None  # the file, chosen when training starts
+        self._reset()
+
+    def _reset(self) -> None:
         self._columns: list[str] = list(_KEYS)
         self._rows: list[dict[str, Any]] = []
         self._current: dict[str, Any] = {}
+
+    def _resolve(self) -> str | None:
+        if os.path.isabs(self._given):
+            return self._given
+        d = logger.get_logger_dir()
+        return None if d is None else os.path.join(d, self._given)
+
+    @property
+    def _fname(self) -> str | None:
+        return self._bound if self._bound is not None else self._resolve()
 
     @property
     def enabled(self) -> bool:
@@ -58,6 +68,15 @@ class CSVWriter(MonitorBase):
     def filename(self) -> str | None:
         """The path of the CSV file (None when disabled)."""
         return self._fname
+
+    def _setup_graph(self) -> None:
+        self._bound = self._resolve()
+        self._reset()
+        if self._bound is None:
+            logger.warning(f"CSVWriter: the logger directory was not set (logger.set_logger_dir) and {self._given!r} "
+                           "is a relative path; CSVWriter is ignored.")
+        elif os.path.isdir(self._bound):
+            raise ValueError(f"CSVWriter(filename={self._given!r}): {self._bound} is a directory")
 
     # ------------------------------------------------------------------ hooks
     def _before_train(self) -> None:
@@ -123,7 +142,10 @@ class CSVWriter(MonitorBase):
         try:
             atomic_write_text(self._fname, buf.getvalue())
         except OSError as e:
-            logger.error(f"CSVWriter could not write {self._fname}: {e}")
+            _ckpt.report_write_failure("CSVWriter", self._fname, e, "the previous file stays; its rows are kept in "
+                                       "memory and written at the next epoch")
+            return
+        _ckpt.write_succeeded("CSVWriter", self._fname)
 
     def __str__(self) -> str:
         return "CSVWriter" if self.enabled else "CSVWriter(disabled: no logger directory)"

@@ -3,16 +3,19 @@
 The file is rewritten atomically (temporary file, fsync, rename) at the end of every epoch and
 when training ends, so a process killed at any moment leaves a valid file that holds every
 finished epoch. A run that starts where the history ends (resumed or not) appends to it.
+
+The file is strict JSON, readable by every parser: a NaN or infinite value is written as the
+string ``"NaN"``, ``"Infinity"`` or ``"-Infinity"`` and read back as a float.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from datetime import datetime
 from typing import Any
 
+from trainbus import checkpoint as _ckpt
 from trainbus.callbacks.monitor import MonitorBase
 from trainbus.utils import logger
 from trainbus.utils import stats as _stats
@@ -34,6 +37,11 @@ class JSONWriter(MonitorBase):
     ``trainer.monitors.get_history``. Otherwise (e.g. a run from epoch 1 in a used directory)
     a warning says so and the old file is kept as a time-stamped backup.
 
+    The log directory is the one in force when training starts (as in tensorpack), not when the
+    writer is made. A ``stats.json`` there that does not parse is moved aside (one warning names
+    both files) and the run writes a fresh one; a write that fails (full or read-only disk) is one
+    error line, the previous file stays and the next epoch tries again.
+
     Without a logger directory the writer warns and does nothing, as in tensorpack.
     """
 
@@ -41,25 +49,31 @@ class JSONWriter(MonitorBase):
     """The name of the json file. Do not change it: resuming looks for this name."""
 
     def __init__(self) -> None:
-        self._dir = logger.get_logger_dir()
+        self._dir: str | None = None  # bound when training starts (setup_graph)
+        self._fname: str | None = None
+        self._reset()
+
+    def _reset(self) -> None:
         self._stats: list[dict[str, Any]] = []
         self._pending: dict[str, Any] = {}
         self._pending_step: int | None = None
         self._pending_epoch: int | None = None
         self._dirty = False
-        if self._dir is None:
-            logger.warning("JSONWriter: the logger directory was not set (logger.set_logger_dir); JSONWriter is ignored.")
-            return
-        self._fname = os.path.join(self._dir, self.FILENAME)
-        # fail now, not after the graph is built, if the history there cannot be read (unless
-        # the directory will be emptied when training starts: then it is not this run's)
-        if logger.pending_logger_dir_action() not in ("d", "b"):
-            _stats.load_existing_json(self._dir)
 
     @property
     def enabled(self) -> bool:
-        """False when there was no logger directory at construction."""
-        return self._dir is not None
+        """Whether there is a logger directory to write to (the one of the running training once
+        it started, else the one set now)."""
+        return (self._dir or logger.get_logger_dir()) is not None
+
+    def _setup_graph(self) -> None:
+        self._dir = logger.get_logger_dir()
+        self._reset()
+        if self._dir is None:
+            logger.warning("JSONWriter: the logger directory was not set (logger.set_logger_dir); JSONWriter is ignored.")
+            self._fname = None
+            return
+        self._fname = os.path.join(self._dir, self.FILENAME)
 
     # ------------------------------------------------------------------ reading
     @staticmethod
@@ -78,7 +92,19 @@ class JSONWriter(MonitorBase):
     # ------------------------------------------------------------------ hooks
     def _before_train(self) -> None:
         self._remove_stale_temporaries()
-        existing = _stats.load_existing_json(self._dir)
+        try:
+            existing = _stats.load_existing_json(self._dir)
+        except _stats.CorruptStatsError as e:
+            aside = os.path.join(self._dir, self.FILENAME + ".damaged-" + datetime.now().strftime("%m%d-%H%M%S"))
+            try:
+                os.replace(self._fname, aside)
+            except OSError as err:
+                _ckpt.report_write_failure("JSONWriter", self._fname, err, "it cannot be moved aside; this run's "
+                                           "statistics go on in memory and are written when the disk allows")
+            else:
+                logger.warning(f"JSONWriter: {e.problem}; it is kept as {aside} and this run writes a fresh "
+                               f"{self.FILENAME}.")
+            return
         if existing is None:
             return
         trainer = self.trainer
@@ -161,12 +187,14 @@ class JSONWriter(MonitorBase):
 
     def _write(self) -> None:
         try:
-            atomic_write_text(self._fname, json.dumps(self._stats))
+            atomic_write_text(self._fname, _ckpt.dumps_strict(self._stats))
         except OSError as e:
             # the file on disk keeps its previous (valid) content; the records stay in memory
             # and are written with the next trigger
-            logger.error(f"JSONWriter could not write {self._fname}: {e}")
+            _ckpt.report_write_failure("JSONWriter", self._fname, e, "the previous file stays; its records are kept "
+                                       "in memory and written at the next epoch")
             return
+        _ckpt.write_succeeded("JSONWriter", self._fname)
         self._dirty = False
 
     def __str__(self) -> str:

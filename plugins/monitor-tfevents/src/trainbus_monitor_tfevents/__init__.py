@@ -6,6 +6,7 @@ import itertools
 import os
 from typing import Any
 
+from trainbus import checkpoint as _ckpt
 from trainbus.callbacks.monitor import MonitorBase
 from trainbus.utils import logger
 
@@ -34,25 +35,31 @@ class TFEventWriter(MonitorBase):
 
     def __init__(self, logdir: str | os.PathLike | None = None, max_queue: int = 10, flush_secs: float = 120,
                  split_files: bool = False) -> None:
-        if logdir is None:
-            logdir = logger.get_logger_dir()
         for label, v in (("max_queue", max_queue), ("flush_secs", flush_secs)):
             if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
                 raise ValueError(f"TFEventWriter({label}={v!r}): must be a positive number")
-        self._logdir = None if logdir is None else os.path.normpath(os.fspath(logdir))
-        if self._logdir is not None and os.path.exists(self._logdir) and not os.path.isdir(self._logdir):
-            raise ValueError(f"TFEventWriter(logdir={self._logdir!r}): the path exists and is not a directory")
-        if self._logdir is None:
-            logger.warning("TFEventWriter: the logger directory was not set (logger.set_logger_dir) and no logdir "
-                           "was given; TFEventWriter is ignored.")
+        self._given = None if logdir is None else os.path.normpath(os.fspath(logdir))
+        if self._given is not None and os.path.exists(self._given) and not os.path.isdir(self._given):
+            raise ValueError(f"TFEventWriter(logdir={self._given!r}): the path exists and is not a directory")
+        self._bound: str | None = None  # the directory, chosen when training starts
         self._max_queue = int(max_queue)
         self._flush_secs = flush_secs
         self._split_files = bool(split_files)
         self._writer: Any = None
 
     @property
+    def _logdir(self) -> str | None:
+        if self._bound is not None:
+            return self._bound
+        if self._given is not None:
+            return self._given
+        d = logger.get_logger_dir()
+        return None if d is None else os.path.normpath(d)
+
+    @property
     def enabled(self) -> bool:
-        """False when there was neither a ``logdir`` nor a logger directory at construction."""
+        """False when there is neither a ``logdir`` nor a logger directory (the log directory is
+        the one in force when training starts)."""
         return self._logdir is not None
 
     @property
@@ -70,7 +77,11 @@ class TFEventWriter(MonitorBase):
                                      filename_suffix=suffix)
 
     def _setup_graph(self) -> None:
-        if not self.enabled:
+        self._bound = None
+        self._bound = self._logdir
+        if self._bound is None:
+            logger.warning("TFEventWriter: the logger directory was not set (logger.set_logger_dir) and no logdir "
+                           "was given; TFEventWriter is ignored.")
             return
         os.makedirs(self._logdir, exist_ok=True)
         with self.graph.as_default():
@@ -97,8 +108,18 @@ class TFEventWriter(MonitorBase):
     def process_event(self, evt: Any) -> None:
         self._writer.add_event(evt)
 
+    def _flush(self) -> bool:
+        try:
+            self._writer.flush()
+        except Exception as e:  # noqa: BLE001 - a full or read-only disk must not stop training
+            _ckpt.report_write_failure("TFEventWriter", self._writer.get_logdir(), e,
+                                       "events of this epoch may be lost; training goes on")
+            return False
+        _ckpt.write_succeeded("TFEventWriter", self._writer.get_logdir())
+        return True
+
     def _trigger(self) -> None:
-        self._writer.flush()
+        self._flush()
         if self._split_files:
             self._writer.close()
             with self.graph.as_default():
@@ -106,7 +127,11 @@ class TFEventWriter(MonitorBase):
 
     def _after_train(self) -> None:
         if self._writer is not None:
-            self._writer.close()
+            if self._flush():
+                try:
+                    self._writer.close()
+                except Exception as e:  # noqa: BLE001
+                    _ckpt.report_write_failure("TFEventWriter", self._writer.get_logdir(), e, "training has ended")
 
     def __str__(self) -> str:
         return "TFEventWriter" if self.enabled else "TFEventWriter(disabled: no logdir)"
