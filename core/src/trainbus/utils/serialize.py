@@ -26,6 +26,11 @@ What comes back:
   dtype, shape and values.
 
 Object arrays, structured dtypes, sets and other objects raise ``TypeError`` naming the object's type.
+
+``loads`` also reads what tensorpack 0.11's ``dumps`` wrote (pickle, msgpack + msgpack-numpy,
+``pyarrow.serialize``): a buffer whose header does not describe a trainbus message exactly (its message
+length, and the array bytes after it) is handed to :mod:`trainbus.utils.tensorpack_serialize`. Trainbus
+buffers pay one length comparison for this. :func:`dumps_tensorpack` writes tensorpack's encodings.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from typing import Any
 import msgpack
 import numpy as np
 
-__all__ = ["dumps", "loads"]
+__all__ = ["dumps", "loads", "dumps_tensorpack"]
 
 _EXT_ARRAY = 72
 _EXT_SCALAR = 73
@@ -151,32 +156,46 @@ def _bad(buf: Any, why: str) -> ValueError:
                       "trainbus.utils.serialize")
 
 
-def loads(buf: bytes | bytearray | memoryview) -> Any:
-    """The object serialized into ``buf`` by :func:`dumps`.
+class _NotTrainbus(Exception):
+    pass
+
+
+def loads(buf: bytes | bytearray | memoryview, *, trust_pickle: bool = False) -> Any:
+    """The object serialized into ``buf`` by :func:`dumps`, or by tensorpack 0.11.
 
     Arrays come back C-contiguous and writable, sharing one new buffer (nothing of ``buf`` is kept).
+
+    A buffer that is not trainbus's encoding is tried as one of tensorpack's (pickle, msgpack with
+    msgpack-numpy, ``pyarrow.serialize``; see :mod:`trainbus.utils.tensorpack_serialize`); a pickle
+    is unpickled with a restricted unpickler (NumPy and built-in types only) unless ``trust_pickle``.
+    Raises ``ValueError`` naming what is wrong when it is neither.
     """
     mv = memoryview(buf)
     if mv.ndim != 1 or mv.itemsize != 1:
         mv = mv.cast("B")
-    if len(mv) < _LEN.size:
-        raise _bad(mv, "shorter than its 4-byte header")
+    nbuf = len(mv)
+    if nbuf < _LEN.size:
+        return _loads_other(mv, "shorter than its 4-byte header", trust_pickle)
     (n,) = _LEN.unpack_from(mv, 0)
     start = _LEN.size + n
-    if start > len(mv):
-        raise _bad(mv, f"its header announces a {n}-byte message")
+    if start > nbuf or n == 0:
+        return _loads_other(mv, f"its header announces a {n}-byte message", trust_pickle)
     trailer: bytearray | None = None
-    ntrail = len(mv) - start
+    ntrail = nbuf - start
+    end = 0
 
     def ext_hook(code: int, data: bytes) -> Any:
-        nonlocal trailer
+        nonlocal trailer, end
         if code == _EXT_ARRAY:
             (offset,) = _OFFSET.unpack_from(data, 0)
             shape, dtype, count = _parse_tail(data[8:])
+            stop = offset + count * dtype.itemsize
+            if stop > end:
+                end = stop
             if count == 0:
                 return np.empty(shape, dtype)
-            if offset + count * dtype.itemsize > ntrail:
-                raise _bad(mv, "an array runs past its end")
+            if stop > ntrail:
+                raise _NotTrainbus("an array runs past its end")
             if trailer is None:
                 trailer = bytearray(mv[start:])
             return np.frombuffer(trailer, dtype, count, offset).reshape(shape)
@@ -186,9 +205,42 @@ def loads(buf: bytes | bytearray | memoryview) -> Any:
         return msgpack.ExtType(code, data)
 
     try:
-        return msgpack.unpackb(mv[_LEN.size:start], ext_hook=ext_hook, raw=False, strict_map_key=False)
+        out = msgpack.unpackb(mv[_LEN.size:start], ext_hook=ext_hook, raw=False, strict_map_key=False)
+    except _NotTrainbus as e:
+        return _loads_other(mv, str(e), trust_pickle)
     except (msgpack.ExtraData, msgpack.FormatError, msgpack.StackError, ValueError, struct.error, UnicodeDecodeError,
             TypeError, IndexError) as e:
-        if isinstance(e, ValueError) and str(e).startswith("trainbus.utils.serialize"):
-            raise
-        raise _bad(mv, f"{type(e).__name__}: {e}") from None
+        return _loads_other(mv, f"{type(e).__name__}: {e}", trust_pickle)
+    if end != ntrail:
+        # dumps ends the buffer with its last array: other bytes after the message mean another encoding
+        return _loads_other(mv, f"{ntrail - end} bytes after its message belong to no array", trust_pickle)
+    return out
+
+
+def _loads_other(mv: memoryview, why: str, trust_pickle: bool) -> Any:
+    """``mv`` is not trainbus's encoding (``why``): decode it as one of tensorpack's, or raise."""
+    from trainbus.utils import tensorpack_serialize as tp
+
+    fmt = tp.detect(mv)
+    if fmt is None:
+        raise _bad(mv, why)
+    try:
+        return tp.loads(mv, trust_pickle=trust_pickle)
+    except ImportError:
+        raise
+    except Exception as e:  # noqa: BLE001  (any decoder failure means: not this encoding either)
+        raise ValueError(f"trainbus.utils.serialize.loads: the {len(mv)}-byte buffer is not the output of "
+                         f"trainbus.utils.serialize.dumps ({why}) nor a datapoint tensorpack wrote with its {fmt} "
+                         f"serializer ({type(e).__name__}: {e}); the data is damaged or in another format") from None
+
+
+def dumps_tensorpack(obj: Any, fmt: str = "pickle") -> bytes:
+    """Serialize ``obj`` the way tensorpack 0.11 did, for files tensorpack itself must read.
+
+    ``fmt``: ``"pickle"`` (tensorpack's default) or ``"msgpack"`` (msgpack with msgpack-numpy's
+    array encoding; read by tensorpack run with ``TENSORPACK_SERIALIZE=msgpack``). :func:`loads`
+    reads both back. Slower than :func:`dumps`; use it only for that purpose.
+    """
+    from trainbus.utils import tensorpack_serialize as tp
+
+    return tp.dumps(obj, fmt)

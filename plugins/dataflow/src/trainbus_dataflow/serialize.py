@@ -2,22 +2,31 @@
 
 Every ``save`` writes to a temporary name next to the destination and renames it into place once
 complete, so a crash never leaves a file that loads as a whole dataset. Datapoints are encoded
-with :mod:`trainbus.utils.serialize` (msgpack, NumPy arrays as raw bytes) for LMDB and TFRecord.
+with :mod:`trainbus.utils.serialize` (msgpack, NumPy arrays as raw bytes) for LMDB and TFRecord,
+unless ``save`` is given ``format="tensorpack-pickle"`` or ``"tensorpack-msgpack"`` (files that
+tensorpack 0.11 itself must read).
+
+``load`` reads files that tensorpack 0.11 wrote as well: every value is decoded by
+:func:`trainbus.utils.serialize.loads`, which recognises tensorpack's pickle, msgpack(-numpy) and
+``pyarrow.serialize`` encodings. A damaged LMDB file (truncated, not an LMDB, a value that decodes
+as nothing) raises one ``ValueError`` naming the file and, where known, the key.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import struct
 import tempfile
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
 from trainbus.dataflow import is_dataflow
 from trainbus.utils import logger
 from trainbus.utils.fs import fsync_dir
-from trainbus.utils.serialize import dumps, loads
-from trainbus_dataflow.common import FixedSizeData, MapData
+from trainbus.utils.serialize import dumps, dumps_tensorpack, loads
+from trainbus_dataflow.common import FixedSizeData
 from trainbus_dataflow.format import _KEYS, _MAP_SIZE, HDF5Data, LMDBData
 from trainbus_dataflow.raw import DataFromGenerator, DataFromList
 
@@ -65,20 +74,129 @@ def _discard(*paths: str) -> None:
             pass
 
 
+#: the encodings ``save(..., format=...)`` writes: trainbus's own, or tensorpack 0.11's
+WRITE_FORMATS = ("trainbus", "tensorpack-pickle", "tensorpack-msgpack")
+
+
+def _encoder(fmt: str, who: str) -> Callable[[Any], bytes]:
+    if fmt == "trainbus":
+        return dumps
+    if fmt in ("tensorpack-pickle", "tensorpack-msgpack"):
+        return functools.partial(dumps_tensorpack, fmt=fmt.split("-", 1)[1])
+    raise ValueError(f"{who}: unknown format {fmt!r}; choose one of {list(WRITE_FORMATS)} ('trainbus' is the "
+                     "fastest; the tensorpack ones are for files tensorpack itself reads)")
+
+
+def _decoder(trust_pickle: bool) -> Callable[[Any], Any]:
+    return functools.partial(loads, trust_pickle=True) if trust_pickle else loads
+
+
+# LMDB's meta pages (pages 0 and 1, 64-bit build): a 16-byte page header, then magic, version,
+# address, map size, the free and main DB records (48 bytes each; the free DB's first field holds
+# the page size), the last used page number and the transaction id.
+_MDB_MAGIC = 0xBEEFC0DE
+_MDB_META = struct.Struct("<IIQQ96xQQ")
+_PAGE_HDR = 16
+
+
+def _lmdb_file(path: str) -> str:
+    return os.path.join(path, "data.mdb") if os.path.isdir(path) else path
+
+
+def _check_lmdb_file(path: str, who: str) -> int:
+    """Check that the LMDB file of ``path`` holds every page its newest meta page declares (a shorter
+    file would make reading it die of SIGBUS). Returns the file size; raises ``ValueError`` naming
+    the file otherwise."""
+    fname = _lmdb_file(path)
+    try:
+        with open(fname, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            head = f.read(_PAGE_HDR + _MDB_META.size)
+            metas = []
+            if len(head) == _PAGE_HDR + _MDB_META.size:
+                metas.append(_MDB_META.unpack_from(head, _PAGE_HDR))
+                psize = struct.unpack_from("<I", head, _PAGE_HDR + 24)[0]
+                if metas[0][0] == _MDB_MAGIC and psize >= 512 and psize & (psize - 1) == 0:
+                    f.seek(psize)
+                    second = f.read(_PAGE_HDR + _MDB_META.size)
+                    if len(second) == len(head):
+                        metas.append(_MDB_META.unpack_from(second, _PAGE_HDR))
+    except OSError as e:
+        raise ValueError(f"{who}: cannot read the LMDB file {fname}: {e}") from None
+    valid = [m for m in metas if m[0] == _MDB_MAGIC]
+    if not valid:
+        raise ValueError(f"{who}: {fname} ({size} bytes) is not an LMDB file (no LMDB meta page at its start); the "
+                         "file is damaged or of another format")
+    psize = struct.unpack_from("<I", head, _PAGE_HDR + 24)[0]
+    newest = max(valid, key=lambda m: m[5])
+    need = (newest[4] + 1) * psize
+    if size < need:
+        raise ValueError(f"{who}: the LMDB file {fname} is truncated: it has {size} bytes but its meta page declares "
+                         f"{newest[4] + 1} pages of {psize} bytes ({need} bytes); copy it again from its source")
+    return size
+
+
 class _LMDBDeserialized(LMDBData):
     """An :class:`LMDBData` that produces the decoded datapoints directly (one loop, no mapper).
 
     Values are read as buffers into LMDB's memory map rather than copied to ``bytes`` first: each is
     decoded before the next read, and ``loads`` copies everything it returns out of its argument.
+    The file is checked against truncation every time it is opened (reading pages past its end
+    would kill the process with SIGBUS), and a value that does not decode raises naming its key.
     """
 
+    _WHO = "LMDBSerializer.load"
+
+    def __init__(self, lmdb_path: str, shuffle: bool = True, trust_pickle: bool = False) -> None:
+        import lmdb
+
+        self._decode = _decoder(trust_pickle)
+        try:
+            super().__init__(lmdb_path, shuffle=shuffle)
+        except lmdb.Error as e:
+            raise ValueError(f"{self._WHO}: the LMDB file {_lmdb_file(lmdb_path)} is damaged: "
+                             f"{type(e).__name__}: {e}") from None
+
+    def _open_lmdb(self) -> None:
+        import lmdb
+
+        self._file_size = _check_lmdb_file(self._lmdb_path, self._WHO)
+        try:
+            super()._open_lmdb()
+        except lmdb.Error as e:
+            raise ValueError(f"{self._WHO}: cannot open the LMDB file {_lmdb_file(self._lmdb_path)}: "
+                             f"{type(e).__name__}: {e}") from None
+
+    def _set_keys(self, keys: Any) -> None:
+        try:
+            super()._set_keys(keys)
+        except ValueError as e:
+            raise self._damaged(b"__keys__", e) from None
+
+    def _damaged(self, key: bytes, why: Any) -> ValueError:
+        return ValueError(f"{self._WHO}: the value of key {bytes(key)!r} in the LMDB file "
+                          f"{_lmdb_file(self._lmdb_path)} is damaged or in an unknown format: {why}")
+
     def __iter__(self) -> Iterator[Any]:
+        import lmdb
+
         self._check_open()
+        decode = self._decode
+        limit = self._file_size
         with self._guard:
             txn = self._lmdb.begin(buffers=True)
             try:
-                for _, v in self._records(txn):
-                    yield loads(v)
+                for k, v in self._records(txn):
+                    if len(v) > limit:
+                        raise self._damaged(k, f"its length {len(v)} exceeds the file's size {limit}")
+                    try:
+                        dp = decode(v)
+                    except ValueError as e:
+                        raise self._damaged(k, e) from None
+                    yield dp
+            except lmdb.Error as e:
+                raise ValueError(f"{self._WHO}: the LMDB file {_lmdb_file(self._lmdb_path)} is damaged: "
+                                 f"{type(e).__name__}: {e}") from None
             finally:
                 txn.abort()
 
@@ -94,12 +212,15 @@ class LMDBSerializer:
     """
 
     @staticmethod
-    def save(df: Any, path: str, write_frequency: int = 5000) -> None:
+    def save(df: Any, path: str, write_frequency: int = 5000, format: str = "trainbus") -> None:
         """
         Args:
             df: the dataflow to serialize (``reset_state()`` is called here).
             path: an existing directory (the database becomes ``path/data.mdb``) or a file path.
             write_frequency: commit a transaction every this many datapoints.
+            format: how values are encoded: ``"trainbus"`` (the default and fastest),
+                ``"tensorpack-pickle"`` (what tensorpack 0.11 reads by default) or
+                ``"tensorpack-msgpack"`` (tensorpack with ``TENSORPACK_SERIALIZE=msgpack``).
 
         Raises:
             FileExistsError: when the database already exists.
@@ -107,6 +228,7 @@ class LMDBSerializer:
         import lmdb
 
         _check_df(df, "LMDBSerializer.save")
+        encode = _encoder(format, "LMDBSerializer.save")
         if write_frequency < 1:
             raise ValueError(f"LMDBSerializer.save: write_frequency must be >= 1, got {write_frequency}")
         final = os.path.join(path, "data.mdb") if os.path.isdir(path) else path
@@ -124,13 +246,13 @@ class LMDBSerializer:
                 try:
                     with _progress(size, "LMDBSerializer") as bar:
                         for idx, dp in enumerate(df):
-                            txn.put(b"%08d" % idx, dumps(dp))
+                            txn.put(b"%08d" % idx, encode(dp))
                             bar.update()
                             if (idx + 1) % write_frequency == 0:
                                 txn.commit()
                                 txn = db.begin(write=True)
                     keys = [b"%08d" % k for k in range(idx + 1)]
-                    txn.put(_KEYS, dumps(keys))
+                    txn.put(_KEYS, encode(keys))
                     txn.commit()
                 except BaseException:
                     txn.abort()
@@ -148,13 +270,23 @@ class LMDBSerializer:
         logger.info(f"LMDBSerializer: wrote {idx + 1} datapoints to {final}")
 
     @staticmethod
-    def load(path: str, shuffle: bool = True) -> LMDBData:
+    def load(path: str, shuffle: bool = True, trust_pickle: bool = False) -> LMDBData:
         """A dataflow of the datapoints saved in ``path``, in order or shuffled every pass.
 
-        Reading and decoding happen in one loop. To decode in parallel workers instead, read with
-        :class:`LMDBData` and map ``lambda dp: loads(dp[1])``.
+        Reads databases written by trainbus and by tensorpack 0.11 (any of its encodings, detected
+        per value). Reading and decoding happen in one loop. To decode in parallel workers instead,
+        read with :class:`LMDBData` and map ``lambda dp: loads(dp[1])``.
+
+        Args:
+            trust_pickle: unpickle tensorpack's pickled values without restriction. By default only
+                NumPy, built-in and standard container types are rebuilt from a pickle (anything
+                else could run code from the file) and other types raise.
+
+        Raises:
+            ValueError: the file is truncated, is not an LMDB file, or a value does not decode (the
+                message names the file and the key).
         """
-        return _LMDBDeserialized(path, shuffle=shuffle)
+        return _LMDBDeserialized(path, shuffle=shuffle, trust_pickle=trust_pickle)
 
 
 class NumpySerializer:
@@ -191,11 +323,24 @@ class NumpySerializer:
 
     @staticmethod
     def load(path: str, shuffle: bool = True) -> DataFromList:
-        """A :class:`DataFromList` of the saved datapoints."""
+        """A :class:`DataFromList` of the saved datapoints.
+
+        Also reads tensorpack's files: tensorpack stored ``np.asarray(datapoints, dtype=object)``,
+        which NumPy turns into a 2-D object array when all datapoints have the same length; each
+        row then comes back as a list of its components.
+        """
         if not os.path.isfile(path):
             raise FileNotFoundError(f"NumpySerializer.load: the file {path} does not exist")
-        with np.load(path, allow_pickle=True) as npz:
-            buffer = list(npz["buffer"])
+        try:
+            with np.load(path, allow_pickle=True) as npz:
+                arr = npz["buffer"]
+        except (OSError, ValueError, KeyError, EOFError) as e:
+            raise ValueError(f"NumpySerializer.load: {path} is not a readable NumpySerializer file "
+                             f"({type(e).__name__}: {e})") from None
+        if arr.ndim >= 2:
+            buffer = [list(row) for row in arr]
+        else:
+            buffer = list(arr)
         return DataFromList(buffer, shuffle=shuffle)
 
 
@@ -205,21 +350,23 @@ class TFRecordSerializer:
     loading never shuffles; :class:`LMDBSerializer` is usually the better choice."""
 
     @staticmethod
-    def save(df: Any, path: str) -> None:
+    def save(df: Any, path: str, format: str = "trainbus") -> None:
         """
         Args:
             df: the dataflow to serialize.
             path: the output ``.tfrecord`` file.
+            format: how records are encoded, as in :meth:`LMDBSerializer.save`.
         """
         import tensorflow as tf
 
         _check_df(df, "TFRecordSerializer.save")
+        encode = _encoder(format, "TFRecordSerializer.save")
         size = _reset_df_and_get_size(df)
         tmp = _temp_name(path)
         try:
             with tf.io.TFRecordWriter(tmp) as writer, _progress(size, "TFRecordSerializer") as bar:
                 for dp in df:
-                    writer.write(dumps(dp))
+                    writer.write(encode(dp))
                     bar.update()
             _commit(tmp, path)
         except BaseException:
@@ -227,22 +374,34 @@ class TFRecordSerializer:
             raise
 
     @staticmethod
-    def load(path: str, size: int | None = None) -> Any:
-        """A dataflow of the saved datapoints, in file order.
+    def load(path: str, size: int | None = None, trust_pickle: bool = False) -> Any:
+        """A dataflow of the saved datapoints, in file order (trainbus's or tensorpack's records).
 
         Args:
             size: the number of records. TFRecord files do not store it: without it the dataflow
                 has no ``len()``.
+            trust_pickle: as in :meth:`LMDBSerializer.load`.
         """
         if not os.path.isfile(path):
             raise FileNotFoundError(f"TFRecordSerializer.load: the file {path} does not exist")
+        decode = _decoder(trust_pickle)
 
-        def gen() -> Iterator[bytes]:
+        def gen() -> Iterator[Any]:
             import tensorflow as tf
 
-            yield from tf.compat.v1.io.tf_record_iterator(path)
+            i = -1
+            try:
+                for i, rec in enumerate(tf.compat.v1.io.tf_record_iterator(path)):
+                    try:
+                        dp = decode(rec)
+                    except ValueError as e:
+                        raise ValueError(f"TFRecordSerializer.load: record {i} of {path} is damaged or in an unknown "
+                                         f"format: {e}") from None
+                    yield dp
+            except tf.errors.DataLossError as e:
+                raise ValueError(f"TFRecordSerializer.load: {path} is damaged after record {i}: {e.message}") from None
 
-        ds: Any = MapData(DataFromGenerator(gen), loads)
+        ds: Any = DataFromGenerator(gen)
         if size is not None:
             ds = FixedSizeData(ds, size)
         return ds
