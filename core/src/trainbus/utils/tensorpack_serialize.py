@@ -28,6 +28,7 @@ calls it only for a buffer that is not trainbus's own encoding.
 
 from __future__ import annotations
 
+import _compat_pickle
 import collections
 import datetime
 import importlib
@@ -164,6 +165,11 @@ for _name in ("datetime", "date", "time", "timedelta", "timezone"):
 
 class _RestrictedUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in _SAFE_GLOBALS:  # Python 2 names, which protocol 0-2 pickles use
+            if (module, name) in _compat_pickle.NAME_MAPPING:
+                module, name = _compat_pickle.NAME_MAPPING[(module, name)]
+            elif module in _compat_pickle.IMPORT_MAPPING:
+                module = _compat_pickle.IMPORT_MAPPING[module]
         get = _SAFE_GLOBALS.get((module, name))
         if get is None and module.startswith("numpy.dtypes") and name.endswith("DType"):
             get = lambda: _np_attr(module, name)  # noqa: E731  (NumPy 2 dtype classes)
@@ -310,7 +316,9 @@ def loads_pyarrow(buf: Any) -> Any:
     if min(num_tensors, num_ndarrays, num_buffers) < 0:
         raise ValueError("the pyarrow blob announces a negative count")
     # the blob is copied once so that arrays made from it are writable and outlive ``buf``
-    data = pa.py_buffer(bytearray(mv))
+    raw = bytearray(mv)
+    data = pa.py_buffer(raw)
+    base = data.address
     reader = pa.BufferReader(data)
     reader.seek(16)
     schema = pa.ipc.read_schema(pa.ipc.read_message(reader))
@@ -328,9 +336,14 @@ def loads_pyarrow(buf: Any) -> Any:
         out = []
         for _ in range(n):
             aligned()
-            t = pa.ipc.read_tensor(reader)
-            # a view of ``data`` with the tensor's own strides; C-contiguous copy for trainbus
-            out.append(np.ascontiguousarray(t.to_numpy()) if not t.is_contiguous else t.to_numpy())
+            view = pa.ipc.read_tensor(reader).to_numpy()  # read-only, inside ``raw``
+            if view.size == 0:
+                out.append(np.empty(view.shape, view.dtype))
+                continue
+            # the same array as a writable view of ``raw``; a C-contiguous copy when strided
+            arr = np.ndarray(view.shape, view.dtype, buffer=raw, offset=view.ctypes.data - base,
+                             strides=view.strides)
+            out.append(arr if arr.flags.c_contiguous else np.ascontiguousarray(arr))
         return out
 
     tens = tensors(num_tensors)
