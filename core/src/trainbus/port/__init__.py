@@ -109,6 +109,8 @@ def port_tree(src: str | os.PathLike[str], dst: str | os.PathLike[str] | None = 
     results = []
     for path in _sources(srcp):
         rel = path.name if single else str(path.relative_to(srcp))
+        if not single and rel == REPORT_NAME:
+            continue  # a previous port's report: the new one replaces it
         if path.suffix == ".py" and path.is_file() and not path.is_symlink():
             try:
                 text, encoding = _read(path)
@@ -127,10 +129,13 @@ def port_tree(src: str | os.PathLike[str], dst: str | os.PathLike[str] | None = 
     need_keras2 = [r for _, _, r, _ in results if r is not None and r.keras2]
     finals: dict[str, str] = {}
     env_files: list[str] = []
+    keras2_modules = {(str(Path(r.rel).parent), Path(r.rel).stem) for r in need_keras2}
     for _, rel, res, _ in results:
         if res is None:
             continue
-        env = bool(res.keras2) or bool(need_keras2 and res.is_script and res.imports_tf_or_trainbus)
+        # a script importing (from its directory) a module that needs Keras 2 chooses it first
+        here = str(Path(rel).parent)
+        env = bool(res.keras2) or (res.is_script and any((here, m) in keras2_modules for m in res.local_imports))
         if env and "TF_USE_LEGACY_KERAS" not in res.text:
             env_files.append(rel)
         finals[rel] = res.final_text(env)

@@ -52,6 +52,7 @@ class FileResult:
     #: orig line -> lines to insert after it (line 0: before the first statement)
     after: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
     is_script: bool = False
+    local_imports: set[str] = field(default_factory=set)
     imports_tf_or_trainbus: bool = False
     first_stmt_line: int = 1
 
@@ -288,7 +289,8 @@ class _Porter:
         for b in binds:
             if b.kind != "tf2" or b.name in routes:
                 continue
-            chains = [c for c in self.chains(tree, {b.name}) if c[2][0] != "contrib"]
+            guarded = self.guarded(tree)
+            chains = [c for c in self.chains(tree, {b.name}) if c[2][0] != "contrib" and id(c[0]) not in guarded]
             missing = sorted({".".join(c[2][:3]) for c in chains if not _tfup.resolve(c[2], v1=False)})
             # tf.layers / tf.keras are there in tf.compat.v1 once Keras 2 is chosen (see keras())
             v2only = sorted({".".join(c[2][:3]) for c in chains
@@ -323,7 +325,7 @@ class _Porter:
                 routes[b.name] = "compat"
                 whys.append(f"compat: tf_upgrade_v2 cannot convert line {errors[0].line} ({errors[0].message[:90]}); "
                             "tf.compat.v1 still has it")
-            elif up_lines <= 1:
+            elif up_lines <= 1 and not self.still_missing(new, guarded_from=b.name):
                 routes[b.name] = "upgrade"
                 whys.append(f"tf_upgrade_v2: {up_lines} line changed, fewer than the compat route's 2, and no "
                             "process-wide switch to TF 1 behaviour")
@@ -342,6 +344,32 @@ class _Porter:
         main = next((k for k in ("upgrade", "compat", "keep", "v1") if k in kinds), "none")
         self.res.route, self.res.why = main, "; ".join(whys)
         return routes
+
+    def guarded(self, tree: ast.Module) -> set[int]:
+        """ids of the nodes inside a ``try`` whose handler catches AttributeError / ImportError (a
+        fallback for another TensorFlow version: what is missing there is expected)."""
+        out: set[int] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Try):
+                caught = set()
+                for h in node.handlers:
+                    if h.type is None:
+                        caught.add("*")
+                    for t in (h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]) if h.type else []:
+                        caught.add(getattr(t, "id", ""))
+                if caught & {"*", "AttributeError", "ImportError", "Exception", "ModuleNotFoundError"}:
+                    for stmt in node.body:
+                        out.update(id(n) for n in ast.walk(stmt))
+        return out
+
+    def still_missing(self, text: str, guarded_from: str) -> bool:
+        from trainbus.port import _tfup
+
+        tree = ast.parse(text)
+        guarded = self.guarded(tree)
+        return any(c[2][0] != "contrib" and id(c[0]) not in guarded and not _tfup.resolve(c[2], v1=False)
+                   and not (c[2][:2] == ["compat", "v1"] and _tfup.resolve(c[2][2:], v1=True))
+                   for c in self.chains(tree, {guarded_from}))
 
     # -- 3. tf.contrib -------------------------------------------------------------------------
     def contrib(self, routes: dict[str, str]) -> None:
@@ -572,6 +600,9 @@ class _Porter:
                 self.res.is_script = True
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                self.res.local_imports.update(m.split(".")[0] for m in mods if m)
+                if isinstance(node, ast.ImportFrom) and node.level and not node.module:
+                    self.res.local_imports.update(a.name for a in node.names)
                 if any(m.split(".")[0] in ("tensorflow", "trainbus") for m in mods):
                     self.res.imports_tf_or_trainbus = True
 
