@@ -300,3 +300,20 @@ def test_action_d_refuses_the_current_directory_and_the_run_files_directory(tmp_
     finally:
         logger._reset_for_tests()
     assert (tmp_path / "keep.txt").exists() and (other / "run.toml").exists()
+
+
+# ------------------------------------------------------------------- log.log on a full disk
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (every write fails with ENOSPC)")
+def test_a_log_file_that_cannot_be_written_is_one_warning_not_a_traceback_per_record(capsys):
+    """/dev/full: every write of log.log fails with ENOSPC, as on a full disk."""
+    logger._reset_for_tests()
+    try:
+        logger._set_file("/dev/full")
+        for i in range(20):
+            logger.info(f"record {i}")
+    finally:
+        logger._reset_for_tests()
+    err = capsys.readouterr().err
+    assert "--- Logging error ---" not in err and "Traceback" not in err, err
+    assert err.splitlines() == ["[trainbus] WRN cannot write the log file /dev/full: No space left on device "
+                                "(ENOSPC); messages go on on the console only until it can be written again."]

@@ -144,6 +144,18 @@ class _LogFileHandler(logging.FileHandler):
         self._ok = True
         return super().format(record)
 
+    def close(self) -> None:
+        try:
+            super().close()
+        except OSError:  # the last buffered lines cannot be written either: already warned about
+            stream, self.stream = self.stream, None
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+            logging.Handler.close(self)
+
 
 def _set_file(path: str) -> None:
     global _FILE_HANDLER
