@@ -237,6 +237,9 @@ def test_trainbus_buffers_never_reach_the_tensorpack_decoders(monkeypatch):
 def test_garbage_blob_error_names_both_readings():
     with pytest.raises(ValueError, match=r"not the output of trainbus.utils.serialize.dumps .* nor a datapoint "
                                          r"tensorpack wrote with its msgpack serializer"):
+        loads(b"\x93\x00\x00\x00 garbage garbage garbage")
+    with pytest.raises(ValueError, match=r"\(ExtraData: .*\) nor a datapoint tensorpack wrote "
+                                         r"with its pyarrow serializer \(ValueError: no Arrow IPC stream"):
         loads(b"\x07\x00\x00\x00 garbage garbage garbage")
     with pytest.raises(ValueError, match="pickle serializer"):
         loads(b"\x80\x04" + b"\xff" * 30)
@@ -508,3 +511,101 @@ def test_damaged_tfrecord_names_file_and_record(tmp_path):
     ds.reset_state()
     with pytest.raises(ValueError, match=r"TFRecordSerializer.load: .*bad\.tfrecords is damaged after record 0"):
         list(ds)
+
+
+# ---------------------------------------------------------------- pyarrow < 1.0 layouts
+
+def old_pyarrow_blob(obj, header_ints, legacy_framing, array_child="ndarray"):
+    """A pyarrow.serialize blob laid out as pyarrow 0.x wrote it (its serialize.cc): the int32 counts
+    ``header_ints`` padded to 8 bytes, a V4 stream of one dense union whose children are named ""
+    (typed by Arrow type), "ndarray"/"tensor" (int32 indexes) or are structs wrapping "list" /
+    "tuple" / "dict" list arrays, then the arrays as tensor messages. Built with current pyarrow."""
+    import pyarrow as pa
+
+    arrays = []
+
+    def union(items):
+        kinds = {}  # child key -> (field name, builder values, arrow type or None)
+        types, offsets = [], []
+
+        def slot(key, value):
+            if key not in kinds:
+                kinds[key] = []
+            types.append(list(kinds).index(key))
+            offsets.append(len(kinds[key]))
+            kinds[key].append(value)
+
+        for x in items:
+            if isinstance(x, np.ndarray):
+                arrays.append(x)
+                slot(array_child, len(arrays) - 1)
+            elif isinstance(x, bool):
+                slot("bool", x)
+            elif isinstance(x, int):
+                slot("int", x)
+            elif isinstance(x, float):
+                slot("double", x)
+            elif isinstance(x, str):
+                slot("string", x)
+            elif isinstance(x, bytes):
+                slot("bytes", x)
+            elif isinstance(x, (list, tuple)):
+                slot("list" if isinstance(x, list) else "tuple", x)
+            elif isinstance(x, dict):
+                slot("dict", x)
+            else:
+                raise TypeError(x)
+        children, names = [], []
+        for key, vals in kinds.items():
+            if key in ("ndarray", "tensor"):
+                children.append(pa.array(vals, pa.int32()))
+                names.append(key)
+            elif key in ("list", "tuple"):
+                flat = [v for seq in vals for v in seq]
+                offs = np.cumsum([0] + [len(v) for v in vals]).astype(np.int32)
+                lst = pa.ListArray.from_arrays(pa.array(offs), union(flat))
+                children.append(pa.StructArray.from_arrays([lst], names=[key]))
+                names.append("")
+            elif key == "dict":
+                ks = [k for d in vals for k in d]
+                vs = [v for d in vals for v in d.values()]
+                entries = pa.StructArray.from_arrays([union(ks), union(vs)], names=["keys", "vals"])
+                offs = np.cumsum([0] + [len(d) for d in vals]).astype(np.int32)
+                lst = pa.ListArray.from_arrays(pa.array(offs), entries)
+                children.append(pa.StructArray.from_arrays([lst], names=["dict"]))
+                names.append("")
+            else:
+                t = {"bool": pa.bool_(), "int": pa.int64(), "double": pa.float64(), "string": pa.string(),
+                     "bytes": pa.binary()}[key]
+                children.append(pa.array(vals, t))
+                names.append("")
+        return pa.UnionArray.from_dense(pa.array(types, pa.int8()), pa.array(offsets, pa.int32()), children, names)
+
+    col = union([obj])
+    batch = pa.RecordBatch.from_arrays([col], names=["list"])
+    sink = pa.BufferOutputStream()
+    head = np.array(header_ints(len(arrays)), np.int32).tobytes()
+    sink.write(head + b"\0" * (-len(head) % 8))
+    opts = pa.ipc.IpcWriteOptions(metadata_version=pa.ipc.MetadataVersion.V4, use_legacy_format=legacy_framing)
+    with pa.ipc.new_stream(sink, batch.schema, options=opts) as w:
+        w.write_batch(batch)
+    for a in arrays:
+        sink.write(b"\0" * (-sink.tell() % 64))
+        pa.ipc.write_tensor(pa.Tensor.from_numpy(a), sink)
+    return sink.getvalue().to_pybytes()
+
+
+OLD_DP = [np.arange(6, dtype=np.float32).reshape(2, 3), 7, "s", b"b", (1, 2.5, np.zeros(2, np.int64)),
+          {"k": [True, -3], "m": np.ones(1, np.uint8)}, []]
+
+
+@pytest.mark.parametrize("layout", ["0.13-0.14", "0.15-0.17", "0.8-0.12"])
+def test_pre_1_0_pyarrow_layouts_decode(layout):
+    if layout == "0.8-0.12":  # two counts (tensors, buffers), legacy framing, arrays as "tensor"
+        blob = old_pyarrow_blob(OLD_DP, lambda n: [n, 0], True, "tensor")
+    elif layout == "0.13-0.14":  # tensors, ndarrays, buffers; legacy framing
+        blob = old_pyarrow_blob(OLD_DP, lambda n: [0, n, 0], True)
+    else:  # continuation-token framing
+        blob = old_pyarrow_blob(OLD_DP, lambda n: [0, 0, n, 0], False)
+    assert tensorpack_serialize.detect(memoryview(blob)) == "pyarrow"
+    assert_same(loads(blob), OLD_DP)

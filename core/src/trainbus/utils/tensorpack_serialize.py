@@ -57,9 +57,9 @@ def detect(buf: memoryview) -> str | None:
     b0 = buf[0]
     if b0 == 0x80 and n > 2 and 2 <= buf[1] <= 5:
         return "pickle"
-    if n >= 24 and buf[1] == 0 and buf[2] == 0 and buf[3] == 0 and bytes(buf[4:8]) == b"\0\0\0\0":
-        # pyarrow: small tensor count, no sparse tensors; a msgpack or pickle blob longer than one
-        # byte never starts like this (a msgpack 0 is a whole message)
+    if b0 < 0x80 and n >= 24 and buf[1] == 0 and buf[2] == 0 and buf[3] == 0:
+        # pyarrow: a small int32 tensor count first. A msgpack message starting with a byte below
+        # 0x80 is a one-byte integer, and tensorpack's pickles start with 0x80
         return "pyarrow"
     return "msgpack"
 
@@ -200,6 +200,31 @@ _LIST, _DICT, _TUPLE, _SET, _TENSOR, _NDARRAY, _BUFFER = range(10, 17)
 _EPOCH = datetime.datetime(1970, 1, 1)
 
 
+# before pyarrow 1.0 the children were named by role only where the Arrow type did not tell it
+_OLD_NAMES = {"tensor": _TENSOR, "ndarray": _NDARRAY, "buffer": _BUFFER, "py2_int": _INT}
+_OLD_SEQS = {"list": _LIST, "tuple": _TUPLE, "dict": _DICT, "set": _SET}
+
+
+def _kind_and_child(field: Any, child: Any) -> tuple[int, Any]:
+    """The PythonType of one child of a serialized union, and the array holding its values."""
+    import pyarrow as pa
+
+    name = field.name
+    if name.isdigit():  # pyarrow >= 1.0: the PythonType number itself
+        return int(name), child
+    if name in _OLD_NAMES:
+        return _OLD_NAMES[name], child
+    t = field.type
+    if pa.types.is_struct(t) and t.num_fields == 1 and t.field(0).name in _OLD_SEQS:
+        return _OLD_SEQS[t.field(0).name], child.field(0)
+    for test, kind in ((pa.types.is_null, _NONE), (pa.types.is_boolean, _BOOL), (pa.types.is_int64, _INT),
+                       (pa.types.is_binary, _BYTES), (pa.types.is_string, _STRING), (pa.types.is_float16, _HALF),
+                       (pa.types.is_float32, _FLOAT), (pa.types.is_float64, _DOUBLE), (pa.types.is_date64, _DATE64)):
+        if test(t):
+            return kind, child
+    raise ValueError(f"the serialized union has a child {name!r} of type {t}, which no pyarrow.serialize wrote")
+
+
 class _PyarrowBlob:
     def __init__(self, tensors: list, ndarrays: list, buffers: list) -> None:
         self.tensors = tensors
@@ -212,15 +237,7 @@ class _PyarrowBlob:
         if n == 0:
             return []
         utype = arr.type
-        columns = []
-        for j in range(utype.num_fields):
-            f = utype.field(j)
-            try:
-                kind = int(f.name)
-            except ValueError:
-                raise ValueError(f"the union field {f.name!r} is not a pyarrow PythonType number (a pyarrow.serialize "
-                                 "blob from before pyarrow 0.15?)") from None
-            columns.append(self.child(kind, arr.field(j)))
+        columns = [self.child(*_kind_and_child(utype.field(j), arr.field(j))) for j in range(utype.num_fields)]
         index = {code: j for j, code in enumerate(utype.type_codes)}
         codes = arr.type_codes.to_numpy(zero_copy_only=False).tolist()
         offsets = arr.offsets.to_numpy(zero_copy_only=False).tolist()
@@ -304,39 +321,91 @@ def _pa() -> Any:
     return pyarrow
 
 
+def _read_stream(pa: Any, reader: Any, pos: int) -> Any:
+    """The record batch of the Arrow IPC stream at ``pos``, or ``None`` if there is none there."""
+    try:
+        reader.seek(pos)
+        msg = pa.ipc.read_message(reader)
+        if msg.type != "schema":
+            return None
+        schema = pa.ipc.read_schema(msg)
+        if len(schema) != 1 or not pa.types.is_union(schema.field(0).type):
+            return None
+    except (pa.ArrowException, EOFError, ValueError, OSError):
+        return None
+    try:
+        return pa.ipc.read_record_batch(pa.ipc.read_message(reader), schema)
+    except pa.ArrowException as e:
+        if "validity bitmap" in str(e):
+            raise ValueError("the blob was written by pyarrow < 1.0 and holds None values, which it stored as "
+                             "nulls of the union; current pyarrow refuses to read those (re-write the data "
+                             "with tensorpack's pickle or msgpack serializer)") from None
+        raise ValueError(f"its Arrow record batch does not read: {e}") from None
+
+
+def _count_refs(arr: Any, counts: dict) -> None:
+    """Add up how many tensors, ndarrays and buffers the union ``arr`` (and those nested in it) refer to."""
+    for j in range(arr.type.num_fields):
+        kind, child = _kind_and_child(arr.type.field(j), arr.field(j))
+        if kind in (_TENSOR, _NDARRAY, _BUFFER):
+            counts[kind] += len(child)
+        elif kind in (_LIST, _TUPLE, _SET):
+            _count_refs(child.values, counts)
+        elif kind == _DICT:
+            _count_refs(child.values.field("keys"), counts)
+            _count_refs(child.values.field("vals"), counts)
+
+
+def _message_starts(mv: memoryview, pos: int) -> list[int]:
+    """Where the next IPC message after ``pos`` may start. Writers padded with zero bytes to an 8- or
+    64-byte boundary, or not at all; a message in the current framing starts with 0xFFFFFFFF."""
+    p = pos
+    while p < len(mv) and mv[p] == 0:
+        p += 1
+    cands = [p] if p < len(mv) and mv[p] == 0xFF else []
+    return list(dict.fromkeys(cands + [pos, pos + (-pos % 8), pos + (-pos % 64)]))
+
+
 def loads_pyarrow(buf: Any) -> Any:
-    """Decode what ``pyarrow.serialize(obj).to_buffer()`` (pyarrow 0.15 to 11) wrote."""
+    """Decode what ``pyarrow.serialize(obj).to_buffer()`` wrote, pyarrow 0.13 to 11: the layouts differ
+    in the header (two to four int32 counts), the stream framing and metadata version, and the
+    names of the union's children; each is recognised."""
     pa = _pa()
-    mv = memoryview(buf)
-    if len(mv) < 24:
-        raise ValueError(f"{len(mv)} bytes are too short for a pyarrow.serialize blob")
-    num_tensors, num_sparse, num_ndarrays, num_buffers = struct.unpack_from("<4i", mv, 0)
-    if num_sparse:
-        raise ValueError(f"the pyarrow blob holds {num_sparse} sparse tensors, which are not supported")
-    if min(num_tensors, num_ndarrays, num_buffers) < 0:
-        raise ValueError("the pyarrow blob announces a negative count")
+    if len(buf) < 24:
+        raise ValueError(f"{len(buf)} bytes are too short for a pyarrow.serialize blob")
     # the blob is copied once so that arrays made from it are writable and outlive ``buf``
-    raw = bytearray(mv)
+    raw = bytearray(buf)
+    mv = memoryview(raw)
     data = pa.py_buffer(raw)
     base = data.address
     reader = pa.BufferReader(data)
-    reader.seek(16)
-    schema = pa.ipc.read_schema(pa.ipc.read_message(reader))
-    batch = pa.ipc.read_record_batch(pa.ipc.read_message(reader), schema)
+    # the stream follows the int32 counts (and padding to 8 bytes): at 16, or at 8 for two counts
+    batch = _read_stream(pa, reader, 16)
+    if batch is None:
+        batch = _read_stream(pa, reader, 8)
+    if batch is None:
+        raise ValueError("no Arrow IPC stream describing the object after its header")
     try:
         pa.ipc.read_message(reader)  # the end-of-stream marker
-    except EOFError:
+    except (EOFError, pa.ArrowException):
         pass
-
-    def aligned() -> None:
-        pos = reader.tell()
-        reader.seek(pos + (-pos % 64))
+    col = batch.column(0)
+    counts = {_TENSOR: 0, _NDARRAY: 0, _BUFFER: 0}
+    _count_refs(col, counts)
 
     def tensors(n: int) -> list:
         out = []
         for _ in range(n):
-            aligned()
-            view = pa.ipc.read_tensor(reader).to_numpy()  # read-only, inside ``raw``
+            starts, err = _message_starts(mv, reader.tell()), None
+            for start in starts:
+                reader.seek(start)
+                try:
+                    view = pa.ipc.read_tensor(reader).to_numpy()  # read-only, inside ``raw``
+                    break
+                except (pa.ArrowException, EOFError, ValueError, OSError) as e:
+                    err = e
+            else:
+                raise ValueError(f"no tensor message at offset {starts[0]}: {err}")
             if view.size == 0:
                 out.append(np.empty(view.shape, view.dtype))
                 continue
@@ -346,18 +415,34 @@ def loads_pyarrow(buf: Any) -> Any:
             out.append(arr if arr.flags.c_contiguous else np.ascontiguousarray(arr))
         return out
 
-    tens = tensors(num_tensors)
-    nds = tensors(num_ndarrays)
-    aligned()
-    bufs = []
-    for _ in range(num_buffers):
-        (size,) = struct.unpack("<q", reader.read(8))
-        bufs.append(reader.read(size))
-    col = batch.column(0)
+    tens = tensors(counts[_TENSOR])
+    nds = tensors(counts[_NDARRAY])
+    bufs = _read_buffers(mv, reader.tell(), counts[_BUFFER])
     top = _PyarrowBlob(tens, nds, bufs).seq(col)
     if len(top) != 1:
         raise ValueError(f"the pyarrow blob's top-level sequence has {len(top)} elements, not 1")
     return top[0]
+
+
+def _read_buffers(mv: memoryview, pos: int, n: int) -> list:
+    """``n`` buffers (int64 size, then the bytes) ending the blob, starting at ``pos`` or at the next
+    8- or 64-byte boundary (the padding after the last tensor differs between pyarrow versions)."""
+    if n == 0:
+        return []
+    for start in dict.fromkeys((pos, pos + (-pos % 8), pos + (-pos % 64))):
+        out, p = [], start
+        try:
+            for _ in range(n):
+                (size,) = struct.unpack_from("<q", mv, p)
+                if size < 0 or p + 8 + size > len(mv):
+                    raise ValueError
+                out.append(bytes(mv[p + 8:p + 8 + size]))
+                p += 8 + size
+        except (ValueError, struct.error):
+            continue
+        if p == len(mv):
+            return out
+    raise ValueError(f"the {n} raw buffers announced do not fill the end of the pyarrow blob")
 
 
 # ---------------------------------------------------------------- entry points
