@@ -7,12 +7,21 @@ Subcommands:
                      ``module:attr`` naming a TrainConfig, a list of callbacks, or a
                      function returning either
   train RUN.toml     train the run a TOML file describes (``--dry-run``: print the resolved
-                     plan, train nothing); see ``trainbus.config_file``
+                     plan, train nothing; ``--set PATH=VALUE``: change one value); see
+                     ``trainbus.config_file``. A run that already reached max_epoch trains
+                     nothing and says how to go on (status 0)
+  show LOGDIR...     the per-epoch scalars, best values and checkpoints of log directories, several
+                     side by side (``--plot FILE.png``: their curves); imports no TensorFlow
+  port SRC [DST]     port a tensorpack project written for TF 1.x to trainbus on TF 2.21: the
+                     imports, TensorFlow's own upgrade rules or the tf.compat.v1 route per file,
+                     tf.contrib's maintained homes, Keras 2 where needed; ``--in-place`` (after a
+                     backup), ``--diff`` (write nothing); writes PORT_REPORT.md; exit 1 when
+                     something needs the user
   new-plugin NAME    create a plugin distribution ``trainbus-NAME`` (pyproject with entry
                      points, a callback, a monitor, tests, README) to start from
   --version          the versions of trainbus, of each plugin distribution and of TensorFlow
 
-Only what a task needs is imported: listing plugins, ``--version`` and ``new-plugin`` never
+Only what a task needs is imported: listing plugins, ``--version``, ``show`` and ``new-plugin`` never
 import TensorFlow, ``plugins`` imports plugin modules only with ``--load``/``--strict``.
 
 A mistake on the command line (a bad SPEC, a missing run file, a plugin that does not load
@@ -20,6 +29,9 @@ under ``--strict``) is reported in one or two lines on stderr with exit status 2
 ``TRAINBUS_DEBUG=1`` to see the traceback as well. An unknown subcommand or option is one line
 naming the valid ones (status 2). SIGINT/SIGTERM/SIGHUP during ``train`` (also while the run file
 is checked) end with one line and status 128+signal.
+
+TensorFlow's C++ log lines are hidden (``TF_CPP_MIN_LOG_LEVEL=3``, and the notices written while it is imported) unless the environment sets
+``TF_CPP_MIN_LOG_LEVEL`` itself; docs/cli.md lists every command, option and exit status.
 """
 
 from __future__ import annotations
@@ -207,7 +219,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         # nothing done to the log directory; training installs its own handling inside.
         with interrupts_before_training() as setup:
             setup.during = f"checking the run file {args.config}"
-            result = train_from_file(args.config, dry_run=args.dry_run)
+            result = train_from_file(args.config, dry_run=args.dry_run, overrides=args.set or ())
     except RunConfigError as e:
         # every problem of the file, one per line, with its line number
         print(f"trainbus train: {e}", file=sys.stderr)
@@ -222,7 +234,55 @@ def cmd_train(args: argparse.Namespace) -> int:
         return e.exit_code
     if args.dry_run:
         print(result)
+    elif hasattr(result, "last_epoch") and hasattr(result, "message"):  # a run that already finished
+        print(f"trainbus train: {result.message()}")
     return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from trainbus.show import PLOT_INSTALL_HINT, ShowError, format_runs, load_run, plot_runs
+
+    try:
+        runs = [load_run(d) for d in args.logdirs]
+        if args.tail is not None and args.tail < 1:
+            raise CLIError(f"--tail must be a positive number of epochs, got {args.tail}")
+        print(format_runs(runs, tail=args.tail))
+        if args.plot:
+            try:
+                plot_runs(runs, args.plot)
+            except ModuleNotFoundError as e:
+                if e.name != "matplotlib":
+                    raise
+                raise CLIError(f"--plot needs matplotlib, which is not installed here: {PLOT_INSTALL_HINT}") from None
+            except OSError as e:
+                raise CLIError(f"cannot write the plot {args.plot}: {e.strerror or e}") from None
+            print(f"curves of {len(runs)} run(s) written to {args.plot}")
+    except ShowError as e:
+        raise CLIError(str(e)) from None
+    return 0
+
+
+def cmd_port(args: argparse.Namespace) -> int:
+    from trainbus.port import REPORT_NAME, PortArgumentError, port_tree
+
+    # porting imports TensorFlow (its upgrader): keep its start-up log lines off the report
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+    try:
+        report = port_tree(args.src, args.dst, in_place=args.in_place, diff=args.diff)
+    except PortArgumentError as e:
+        raise CLIError(str(e)) from e
+    if args.diff:
+        # the diff alone on stdout (it can be piped to `patch -p1`), the report on stderr
+        sys.stdout.write(report.diff)
+        sys.stdout.flush()
+        print(report.to_markdown(), file=sys.stderr)
+    else:
+        print(report.to_markdown())
+        where = report.dst if report.mode == "copy" else report.src
+        base = where if os.path.isdir(where) else os.path.dirname(where) or "."
+        print(f"report written to {os.path.join(base, REPORT_NAME)}")
+    return report.exit_code
 
 
 def cmd_new_plugin(args: argparse.Namespace) -> int:
@@ -312,7 +372,32 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--dry-run", action="store_true",
                     help="print the resolved plan (components, providing distributions, callback order per hook) "
                          "and train nothing")
+    st.add_argument("--set", metavar="PATH=VALUE", action="append", default=None,
+                    help="change one value of the run file (repeatable): PATH as the file's problems print it "
+                         "(train.max_epoch, callbacks[0].args.max_to_keep), VALUE a TOML value (10, 0.1, true, "
+                         "\"text\"); checked with the file")
     st.set_defaults(func=cmd_train)
+    sw = sub.add_parser("show", help="the scalars, best values and checkpoints of training log directories",
+                        description="Show what training runs left in their log directories: a per-epoch table of "
+                                    "the scalars of stats.json, the best values, the checkpoints present (each "
+                                    "checked readable), several runs side by side. Imports no TensorFlow.")
+    sw.add_argument("logdirs", metavar="LOGDIR", nargs="+", help="a log directory of a training (its logdir)")
+    sw.add_argument("--plot", metavar="FILE.png", default=None,
+                    help="also draw the curves (one panel per scalar, the runs overlaid) into this PNG; needs "
+                         "matplotlib (pip install \"trainbus[plot]\")")
+    sw.add_argument("--tail", metavar="N", type=int, default=None, help="show only the last N epochs in the tables")
+    sw.set_defaults(func=cmd_show)
+    spo = sub.add_parser("port", help="port a tensorpack / TF 1.x project to trainbus on TF 2.21",
+                         description="Port a tensorpack project written for TensorFlow 1.x: tensorpack imports become "
+                                     "trainbus imports, each file gets the edits TensorFlow 2.21 needs, tf.contrib "
+                                     "pieces go to their maintained homes; only the changed characters are rewritten. "
+                                     "Exit status 0: ported; 1: something needs you (listed); 2: bad arguments.")
+    spo.add_argument("src", metavar="SRC", help="a .py file or a directory (every .py under it is ported)")
+    spo.add_argument("dst", metavar="DST", nargs="?", default=None,
+                     help="where to write the ported tree (a new or empty directory; for a file, the new file)")
+    spo.add_argument("--in-place", action="store_true", help="port SRC where it is, after copying it to SRC.port-backup")
+    spo.add_argument("--diff", action="store_true", help="print the unified diff (report on stderr) and write nothing")
+    spo.set_defaults(func=cmd_port)
     sn = sub.add_parser("new-plugin", help="create a plugin distribution to start from")
     sn.add_argument("name", metavar="NAME",
                     help="the plugin's name, e.g. grad-stats (the distribution becomes trainbus-grad-stats)")
@@ -334,7 +419,54 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+def quiet_tensorflow_logs() -> bool:
+    """Hide TensorFlow's C++ log lines (absl, oneDNN, cuInit, rendezvous notices: what TensorFlow
+    also reports as Python exceptions, or does not matter) unless the user chose a level in
+    ``TF_CPP_MIN_LOG_LEVEL``; done before TensorFlow is imported. True when quieted."""
+    if "TF_CPP_MIN_LOG_LEVEL" in os.environ:
+        return False
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    return True
+
+
+#: C++ lines TensorFlow writes to stderr while it is imported, before its log level applies
+_IMPORT_NOISE = ("WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",)
+#: an INFO or WARNING line of TensorFlow's C++ logging: "I0000 00:00:1795607075.283622   14964 file.cc:31] ..."
+_GLOG_LINE = r"^[IW]\d{4} [\d:.]+\s+\d+ \S+\.(cc|h):\d+\] "
+
+
+def _import_tensorflow_quietly() -> None:
+    """Import TensorFlow with its import-time C++ notices (written to file descriptor 2 before
+    ``TF_CPP_MIN_LOG_LEVEL`` is read) filtered out; any other line it writes is passed on."""
+    import re
+    import tempfile
+
+    if "tensorflow" in sys.modules:
+        return
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):
+        return
+    with tempfile.TemporaryFile() as tmp:
+        try:
+            os.dup2(tmp.fileno(), 2)
+            try:
+                import tensorflow  # noqa: F401
+            except Exception:  # noqa: BLE001 - reported again (with its message) where it is used
+                pass
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        tmp.seek(0)
+        text = tmp.read().decode("utf-8", "replace")
+    kept = [ln for ln in text.splitlines() if ln.strip() and ln not in _IMPORT_NOISE and not re.match(_GLOG_LINE, ln)]
+    if kept:
+        print("\n".join(kept), file=sys.stderr)
+
+
 def _main(argv: Sequence[str] | None) -> int:
+    quiet = quiet_tensorflow_logs()
     parser = build_parser()
     # argparse's errors (status 2) are one line naming what is valid, see _Parser
     args, extra = parser.parse_known_args(argv)
@@ -342,6 +474,8 @@ def _main(argv: Sequence[str] | None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(extra)}" if extra else "a command is required")
     if extra:  # reported by the subcommand, which names its own arguments and options
         parser.subcommands()[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+    if quiet and args.command in ("train", "order"):
+        _import_tensorflow_quietly()
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:

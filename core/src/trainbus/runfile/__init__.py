@@ -42,6 +42,7 @@ initializer by their registered names (``trainbus plugins`` lists them)::
     logdir_action = "k"              # k(eep) d(elete) b(ackup) n(ew) q(uit), if logdir is not empty
     resume = true                    # continue from the newest checkpoint in logdir (the default)
     default_callbacks = true         # append DEFAULT_CALLBACKS() (tensorpack's extra_callbacks)
+    seed = 42                        # optional: seed every RNG, TF op determinism (trainbus.utils.seed)
 
 ``module`` paths are imported with the run file's directory and the current directory on
 ``sys.path``. Every mistake (unknown names, arguments that do not fit a signature or the
@@ -49,7 +50,9 @@ types it is annotated with, missing plugins, bad loop options, what the construc
 two stateful callbacks with one state key) is collected and reported at once, each with its
 line, before anything starts (:class:`RunConfigError`); ``logdir_action`` is carried out only
 when training starts, so a run with mistakes leaves the file system as it was. Running a file again continues the run
-from the newest checkpoint of its log directory (``AutoResumeTrainConfig``).
+from the newest checkpoint of its log directory (``AutoResumeTrainConfig``); a run that already
+reached ``max_epoch`` trains nothing and says so. ``trainbus train RUN.toml --set PATH=VALUE``
+changes one value without editing the file (:mod:`trainbus.runfile.overrides`).
 
 The modules: :mod:`trainbus.runfile.scan` (reading the file, the line of every key, the
 problems), :mod:`trainbus.runfile.check` (the one-pass check that resolves every entry) and
@@ -59,7 +62,7 @@ problems), :mod:`trainbus.runfile.check` (the one-pass check that resolves every
 from __future__ import annotations
 
 from trainbus.runfile.check import Component
-from trainbus.runfile.plan import RunPlan, load_run_file, train_from_file
+from trainbus.runfile.plan import FinishedRun, RunPlan, load_run_file, train_from_file
 from trainbus.runfile.scan import Problem, RunConfigError, scan_key_lines
 
-__all__ = ["RunConfigError", "Problem", "Component", "RunPlan", "load_run_file", "train_from_file", "scan_key_lines"]
+__all__ = ["RunConfigError", "Problem", "Component", "RunPlan", "FinishedRun", "load_run_file", "train_from_file", "scan_key_lines"]

@@ -105,10 +105,10 @@ _TOP_KEYS = {
     "callbacks": "[[callbacks]] tables: name = \"ModelSaver\", args = {...}",
     "monitors": "[[monitors]] tables: name = \"ScalarPrinter\", args = {...}",
     "train": "the loop options: steps_per_epoch, max_epoch, starting_epoch, logdir, logdir_action, resume, "
-             "default_callbacks",
+             "default_callbacks, seed",
 }
 _TRAIN_KEYS = {"steps_per_epoch", "max_epoch", "starting_epoch", "logdir", "logdir_action", "resume",
-               "default_callbacks"}
+               "default_callbacks", "seed"}
 
 
 def _close(word: str, choices: Any) -> str:
@@ -343,6 +343,10 @@ class _Checker:
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < lo):
                 self.problem(("train", key), f"{key} must be an integer >= {lo}, got {v!r}; write e.g. "
                                              f"{key} = {max(lo, 1) * 2}")
+        seed = train.get("seed")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= 2 ** 31 - 1):
+            self.problem(("train", "seed"), f"seed must be an integer from 0 to 2**31 - 1, got {seed!r}; write e.g. "
+                                            "seed = 42")
         for key in ("default_callbacks", "resume"):
             if key in train and not isinstance(train[key], bool):
                 self.problem(("train", key), f"{key} must be true or false, got {train[key]!r}")

@@ -6,13 +6,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import pathlib
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from trainbus.runfile.check import (Component, _build_collect, _Checker, _clean_of, _import_path,
                                     _state_key_problems)
 from trainbus.runfile.scan import Problem, RunConfigError, _line_order, read_run_file
 
-__all__ = ["RunPlan", "load_run_file", "train_from_file"]
+__all__ = ["RunPlan", "FinishedRun", "load_run_file", "train_from_file"]
 
 @dataclasses.dataclass
 class RunPlan:
@@ -53,7 +53,7 @@ class RunPlan:
             built, problems = _build_collect(comps)
             extra = _default_callbacks_of(self.loop)
         pairs = [*zip(cbs, built), *((None, cb) for cb in extra)]
-        return problems + _state_key_problems(pairs)
+        return problems + _state_key_problems(pairs) + _saver_problems(pairs, self.loop, [*skip, *problems])
 
     def build_callbacks(self) -> tuple[list[Any], list[Any], list[Any] | None]:
         """(callbacks, extra_callbacks, monitors or None for the defaults), constructed."""
@@ -104,10 +104,11 @@ class RunPlan:
         loop["starting_epoch"] = loop["starting_epoch"] or 1
         loop["max_epoch"] = loop["max_epoch"] or 99999
         lines.append(f"  {'loop':<{w1}}  " + " ".join(f"{k}={v}" for k, v in loop.items()))
+        if self.loop.get("seed") is not None:
+            lines.append(f"  {'seed':<{w1}}  {self.loop['seed']} (Python, NumPy, DataFlow RNGs, TensorFlow; op "
+                         "determinism on)")
         if self.loop.get("logdir"):
-            resume = "resume from its newest checkpoint" if self.loop.get("resume", True) else "start over"
-            lines.append(f"  {'logdir':<{w1}}  {self.loop['logdir']} (if not empty: "
-                         f"{self.loop.get('logdir_action') or 'ask'}; {resume}; acted on when training starts)")
+            lines.append(f"  {'logdir':<{w1}}  {self.loop['logdir']}: {_logdir_fate(self.loop)}")
         if callbacks is not None:
             lines.append("")
             lines.append("callback order per hook:")
@@ -147,6 +148,10 @@ class RunPlan:
                                         "train.logdir", f"{type(e).__name__}: {e}"))
         try:
             return self._check_and_train(problems)
+        except _Finished as done:
+            logger._drop_pending()  # nothing happens on disk
+            logger.LOG_DIR = prev_dir
+            return done.run
         except RunConfigError:
             logger._drop_pending()  # nothing happened on disk; forget the chosen directory
             logger.LOG_DIR = prev_dir
@@ -172,7 +177,8 @@ class RunPlan:
         built, build_problems = _build_collect([c if c is not None and clean(c) else None for c in comps])
         problems += build_problems
         extra = _default_callbacks_of(self.loop)
-        problems += _state_key_problems([*zip([*self.callbacks, *monitors_c], built), *((None, cb) for cb in extra)])
+        pairs = [*zip([*self.callbacks, *monitors_c], built), *((None, cb) for cb in extra)]
+        problems += _state_key_problems(pairs) + _saver_problems(pairs, self.loop, problems)
         callbacks, monitors = built[:n_cb], (built[n_cb:n_cb + len(monitors_c)] if self.monitors is not None else None)
         trainer, model, sessinit = built[n_cb + len(monitors_c):]
         if model is not None and not isinstance(model, ModelDescBase):
@@ -187,9 +193,10 @@ class RunPlan:
         if not (is_dataflow(data) or isinstance(data, InputSource)):
             raise RunConfigError(self.filename, [Problem(self.data.line, "data", f"{self.data.describe()} returned "
                                                  f"{data!r}; it must return a DataFlow or an InputSource")])
+        max_epoch = self.loop.get("max_epoch", 99999)
         kw = dict(model=model, callbacks=callbacks, extra_callbacks=extra, monitors=monitors,
                   starting_epoch=self.loop.get("starting_epoch", 1),
-                  steps_per_epoch=self.loop.get("steps_per_epoch"), max_epoch=self.loop.get("max_epoch", 99999))
+                  steps_per_epoch=self.loop.get("steps_per_epoch"), max_epoch=max_epoch, seed=self.loop.get("seed"))
         kw["data" if isinstance(data, InputSource) else "dataflow"] = data
         if sessinit is not None:
             kw["session_init"] = sessinit
@@ -197,7 +204,14 @@ class RunPlan:
         try:
             if resume:
                 ckpt_dir = _checkpoint_dir_of(callbacks, logger.get_logger_dir())
-                config = AutoResumeTrainConfig(always_resume=True, checkpoint_dir=ckpt_dir, **kw)
+                # resumed past max_epoch: a finished run (told apart from a file whose own
+                # starting_epoch is past max_epoch, which the file's check reports)
+                config = AutoResumeTrainConfig(always_resume=True, checkpoint_dir=ckpt_dir,
+                                               **{**kw, "max_epoch": max(max_epoch, _FAR)})
+                if config.starting_epoch > max_epoch:
+                    raise _Finished(FinishedRun(self.filename, logger.get_logger_dir(), config.starting_epoch - 1,
+                                                max_epoch))
+                config.max_epoch = max_epoch
             else:
                 config = TrainConfig(**kw)
         except (TypeError, ValueError) as e:
@@ -214,6 +228,134 @@ class RunPlan:
             raise RunConfigError(self.filename, [problem]) from e
         launch_train_with_config(config, trainer)
         return trainer
+
+
+def _logdir_fate(loop: dict[str, Any]) -> str:
+    """What the real run will do with its log directory, as it is now."""
+    import sys
+
+    from trainbus.utils.stats import CorruptStatsError, load_existing_epoch_number
+
+    logdir = loop["logdir"]
+    action = loop.get("logdir_action")
+    if not os.path.isdir(logdir):
+        return "does not exist; created when training starts"
+    if not any(not n.startswith(".") for n in os.listdir(logdir)):
+        return "empty; used as it is"
+    if action in ("d", "b"):
+        verb = "deleted" if action == "d" else "moved to a time-stamped backup beside it"
+        return f"not empty; its content is {verb} when training starts (logdir_action = \"{action}\"), then the run " \
+               "starts from epoch 1"
+    if action == "n":
+        return "not empty; the run writes into a new directory beside it (logdir_action = \"n\")"
+    if action == "q":
+        return "not empty; the run refuses to start (logdir_action = \"q\")"
+    if action is None:
+        if not (sys.stdin and sys.stdin.isatty()):
+            return "not empty and no logdir_action: the run refuses to start"
+        return "not empty and no logdir_action: the run asks what to do"
+    if not loop.get("resume", True):
+        return "not empty; kept (logdir_action = \"k\"), and the run starts over (resume = false)"
+    try:
+        last = load_existing_epoch_number(logdir)
+    except CorruptStatsError:
+        last = None
+    max_epoch = loop.get("max_epoch", 99999)
+    if last is not None and last >= max_epoch:
+        return (f"not empty; kept (logdir_action = \"k\"): the run there already reached max_epoch = {max_epoch} "
+                f"(epoch {last}), so training does nothing; raise max_epoch to go on")
+    where = f"after epoch {last}" if last is not None else "from its newest checkpoint"
+    return f"not empty; kept (logdir_action = \"k\"): the run resumes {where}"
+
+
+_FAR = 2 ** 31 - 1  # a max_epoch no resumed run is past
+
+
+@dataclasses.dataclass
+class FinishedRun:
+    """What ``train_from_file`` returns for a run whose log directory shows it already reached
+    ``max_epoch``: nothing was trained or changed."""
+
+    filename: str
+    logdir: str | None
+    last_epoch: int
+    max_epoch: int
+
+    def message(self) -> str:
+        from trainbus.train.summary import finished_message
+
+        how = f"trainbus train {self.filename} --set train.max_epoch={self.last_epoch + self.max_epoch}"
+        return finished_message(self.logdir, self.last_epoch, self.max_epoch, how)
+
+
+class _Finished(Exception):
+    def __init__(self, run: FinishedRun) -> None:
+        super().__init__(run.message())
+        self.run = run
+
+
+def _inside(cb: Any) -> Iterator[Any]:
+    """A callback and those it wraps (``PeriodicTrigger``, ``EnableCallbackIf``: ``.cb``)."""
+    seen = 0
+    while cb is not None and seen < 16:
+        yield cb
+        inner = getattr(cb, "cb", None)
+        cb = inner if inner is not cb else None
+        seen += 1
+
+
+def _saver_problems(pairs: list[tuple[Component | None, Any]], loop: dict[str, Any],
+                    known: list[Problem] = ()) -> list[Problem]:
+    """Checkpoint callbacks that would fail when training starts: one that writes or copies
+    checkpoints into the log directory while the run file sets none, and one that copies the
+    checkpoints of a writer (``MinSaver``/``MaxSaver`` copy ``ModelSaver``'s) placed before any
+    writer of its directory. Writers are found by the ``CheckpointWriter`` protocol (a
+    ``checkpoint_dir`` and ``latest()``), copiers by a ``checkpoint_dir`` and a ``monitor_stat``.
+    The order is not judged while an entry of the lists has a problem of its own (``known``): a
+    writer missing for that reason would only be reported twice."""
+    from trainbus.checkpoint import CheckpointWriter
+
+    problems: list[Problem] = []
+    writer_dirs: list[str] = []
+    lists_broken = any(p.where.startswith(("callbacks", "monitors")) for p in known)
+    for i, (comp, obj) in enumerate(pairs):
+        if comp is None or obj is None:
+            continue
+        for x in _inside(obj):
+            if not hasattr(x, "checkpoint_dir"):
+                continue
+            is_writer = isinstance(x, CheckpointWriter)
+            is_copier = not is_writer and hasattr(x, "monitor_stat")
+            if not (is_writer or is_copier):
+                continue
+            given = _given_dir(comp, x)
+            if not loop.get("logdir") and not given:
+                problems.append(Problem(comp.line, comp.label, f"{type(x).__name__} writes checkpoints into the log "
+                                        "directory, but the run file sets none: add logdir = \"train_log/<name>\" to "
+                                        "[train], or give checkpoint_dir in its args"))
+                continue
+            d = os.path.realpath(x.checkpoint_dir) if getattr(x, "checkpoint_dir", None) else None
+            if is_writer:
+                if d:
+                    writer_dirs.append(d)
+            elif d and d not in writer_dirs and not lists_broken:
+                later = [c for c, o in pairs[i + 1:]
+                         if c is not None and o is not None and any(isinstance(y, CheckpointWriter) for y in _inside(o))]
+                fix = (f"move this entry after {later[0].label} (line {later[0].line})" if later
+                       else "add a ModelSaver entry before it")
+                problems.append(Problem(comp.line, comp.label, f"{comp.describe()} copies the checkpoints a ModelSaver "
+                                        "writes, but no ModelSaver writing into the same directory comes before it "
+                                        f"(callbacks are called in their order): {fix}"))
+    return problems
+
+
+def _given_dir(comp: Component, obj: Any) -> bool:
+    """Whether the entry gives the callback its own checkpoint directory."""
+    if obj is not None and getattr(obj, "_given_dir", None):
+        return True
+    args = comp.args
+    return bool(args.get("checkpoint_dir")) or any(
+        isinstance(v, Component) and v.args.get("checkpoint_dir") for v in args.values())
 
 
 def _default_callbacks_of(loop: dict[str, Any]) -> list[Any]:
@@ -288,35 +430,65 @@ class _quiet_plugin_log:
         self.log.setLevel(self.level)
 
 
-def load_run_file(path: str | os.PathLike) -> RunPlan:
-    """Read and check a run file; every problem is reported at once (:class:`RunConfigError`),
-    including what the constructors of its callbacks, monitors, session initializer and model
-    reject (they are built in a throwaway log directory, then dropped)."""
-    plan, problems = _check_file(path)
-    p = pathlib.Path(path)
-    # what the constructors reject belongs to the same report (one pass, not one per fix)
-    with _import_path(p.resolve().parent):
-        problems += plan.construction_problems(skip=problems)
-    if problems:
-        raise RunConfigError(plan.filename, sorted(problems, key=_line_order))
+def load_run_file(path: str | os.PathLike, overrides: Sequence[str] = ()) -> RunPlan:
+    """Read and check a run file (with ``overrides``: ``"PATH=VALUE"`` texts as ``--set`` takes
+    them, see :mod:`trainbus.runfile.overrides`); every problem is reported at once
+    (:class:`RunConfigError`), including what the constructors of its callbacks, monitors,
+    session initializer and model reject (they are built in a throwaway log directory, then
+    dropped)."""
+    with _marking_overrides() as applied:
+        plan, problems = _check_file(path, overrides, applied)
+        p = pathlib.Path(path)
+        # what the constructors reject belongs to the same report (one pass, not one per fix)
+        with _import_path(p.resolve().parent):
+            problems += plan.construction_problems(skip=problems)
+        if problems:
+            raise RunConfigError(plan.filename, sorted(problems, key=_line_order))
     return plan
 
 
-def _check_file(path: str | os.PathLike) -> tuple[RunPlan, list[Problem]]:
+def _check_file(path: str | os.PathLike, overrides: Sequence[str] = (),
+                applied: list[Any] | None = None) -> tuple[RunPlan, list[Problem]]:
     """The checked plan and the problems of the file's text (names, signatures, annotated
-    types, loop options); raises only when the file cannot be read or parsed."""
+    types, loop options), ``overrides`` applied first; raises only when the file cannot be read
+    or parsed, or an override cannot be applied."""
+    from trainbus.runfile.overrides import apply_overrides
+
     doc, lines = read_run_file(path)
+    if overrides:
+        done = apply_overrides(doc, lines, overrides, str(path))
+        if applied is not None:
+            applied.extend(done)
     checker = _Checker(doc, lines, pathlib.Path(path).resolve().parent)
     plan = RunPlan(**checker.check(), filename=str(path))
     return plan, list(checker.problems)
 
 
-def train_from_file(path: str | os.PathLike, dry_run: bool = False) -> Any:
-    """Check the run file, then train (returns the trainer) or, with ``dry_run``, return the
-    plan's description without training. Either way every mistake is reported at once; a
-    real run builds each component once (with the run's log directory chosen, not acted on)."""
+class _marking_overrides:
+    """Re-raise a :class:`RunConfigError` with each problem at a place a ``--set`` changed
+    marked with that ``--set``."""
+
+    def __enter__(self) -> list[Any]:
+        self.applied: list[Any] = []
+        return self.applied
+
+    def __exit__(self, typ: Any, exc: Any, tb: Any) -> None:
+        if isinstance(exc, RunConfigError) and self.applied:
+            from trainbus.runfile.overrides import mark_override_problems
+
+            raise RunConfigError(exc.filename, mark_override_problems(exc.problems, self.applied)) from None
+
+
+def train_from_file(path: str | os.PathLike, dry_run: bool = False, overrides: Sequence[str] = ()) -> Any:
+    """Check the run file (``overrides``: ``"PATH=VALUE"`` texts, as ``trainbus train --set``),
+    then train (returns the trainer) or, with ``dry_run``, return the plan's description without
+    training. Either way every mistake is reported at once; a real run builds each component
+    once (with the run's log directory chosen, not acted on). A run whose log directory shows it
+    already reached ``max_epoch`` trains nothing: the trainer is None and a line says how to go
+    on (:class:`FinishedRun` is logged)."""
     if dry_run:
-        return load_run_file(path).dry_run()
-    plan, problems = _check_file(path)
-    with _import_path(pathlib.Path(path).resolve().parent):
-        return plan.train(problems)
+        return load_run_file(path, overrides).dry_run()
+    with _marking_overrides() as applied:
+        plan, problems = _check_file(path, overrides, applied)
+        with _import_path(pathlib.Path(path).resolve().parent):
+            return plan.train(problems)

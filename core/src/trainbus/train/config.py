@@ -27,12 +27,15 @@ class TrainConfig:
     :param starting_epoch: index of the first epoch.
     :param steps_per_epoch: steps per epoch; default the input's size.
     :param max_epoch: the last epoch.
+    :param seed: seed Python, NumPy, the DataFlow RNGs and TensorFlow (and turn on op determinism)
+        when training starts (``trainbus.utils.seed.seed_everything``); default: no seeding.
     """
 
     def __init__(self, dataflow: Any = None, data: Any = None, model: Any = None, callbacks: Any = None,
                  extra_callbacks: Any = None, monitors: Any = None, session_creator: Any = None,
                  session_config: Any = None, session_init: Any = None, starting_epoch: int = 1,
-                 steps_per_epoch: int | None = None, max_epoch: int = 99999, **kwargs: Any) -> None:
+                 steps_per_epoch: int | None = None, max_epoch: int = 99999, seed: int | None = None,
+                 **kwargs: Any) -> None:
         from trainbus.callbacks.base import ensure_callback
         from trainbus.callbacks.monitor import MonitorBase
         from trainbus.dataflow import is_dataflow
@@ -97,6 +100,9 @@ class TrainConfig:
         self.steps_per_epoch = steps_per_epoch
         self.starting_epoch = starting_epoch
         self.max_epoch = max_epoch
+        from trainbus.utils.seed import check_seed
+
+        self.seed = check_seed(seed, "TrainConfig: seed")
 
 
 

@@ -36,7 +36,15 @@ def launch_train_with_config(config: Any, trainer: Any) -> None:
     or the session are set up) stops at once with
     :class:`~trainbus.train._signals.InterruptedBeforeTraining` (a ``TrainingInterrupted``:
     one line on stderr, status ``128 + signum``); during training they stop gracefully after
-    the current step (see ``Trainer.train``)."""
+    the current step (see ``Trainer.train``).
+
+    With ``config.seed`` the random number generators are seeded and TensorFlow's op
+    determinism turned on before the graph is built (:func:`trainbus.utils.seed.seed_everything`).
+    Once the graph is built, the table of trainable variables is logged (as tensorpack does at
+    setup); after training, a summary (:mod:`trainbus.train.summary`): time, epochs and steps,
+    why it stopped, each scalar's last and best value, the checkpoints kept, the log directory.
+    A config whose ``starting_epoch`` is past its ``max_epoch`` (an ``AutoResumeTrainConfig``
+    of a run that already finished) trains nothing: one line says so and how to go on."""
     from trainbus.train.config import TrainConfig
     from trainbus.train.tower import SingleCostTrainer
 
@@ -48,23 +56,60 @@ def launch_train_with_config(config: Any, trainer: Any) -> None:
         raise ValueError("launch_train_with_config: the TrainConfig has no model=")
     if config.data is None and config.dataflow is None:
         raise ValueError("launch_train_with_config: the TrainConfig has neither dataflow= nor data=")
-    from trainbus.train._signals import interrupts_before_training
+    from trainbus.train._signals import TrainingInterrupted, interrupts_before_training
+    from trainbus.train.summary import RunSummary, finished_message
     from trainbus.utils import logger
 
+    if config.starting_epoch > config.max_epoch:
+        logger.info(finished_message(logger.get_logger_dir(), config.starting_epoch - 1, config.max_epoch,
+                                     "give a larger max_epoch"))
+        return
     model = config.model
     resume_from = getattr(config.session_init, "checkpoint_path", None)
+    summary = RunSummary(config, trainer)
     try:
         with interrupts_before_training(trainer, checkpoint=resume_from if isinstance(resume_from, str) else None) \
                 as setup:
+            seed = getattr(config, "seed", None)
+            if seed is not None:
+                from trainbus.utils.seed import seed_everything
+
+                setup.during = "seeding"
+                seed_everything(seed, graph=trainer.graph)
             setup.during = "preparing the input"
             inp = apply_default_prefetch(config.data if config.data is not None else config.dataflow, trainer)
             setup.during = "building the graph"
             trainer.setup_graph(model.get_input_signature(), inp, model.build_graph, model.get_optimizer)
+            _describe_variables(trainer)
             setup.during = "setting up the callbacks"
             trainer.train_with_config(config)
+    except TrainingInterrupted as e:
+        _say_logdir_untouched(logger)
+        if getattr(trainer, "_training_started", False):
+            _log_summary(logger, summary, e)
+        raise
     except BaseException:
         _say_logdir_untouched(logger)  # only while the action is still pending (nothing trained)
         raise
+    _log_summary(logger, summary, None)
+
+
+def _describe_variables(trainer: Any) -> None:
+    """The table of trainable variables (names, shapes, sizes, totals) in the log, as tensorpack
+    prints it when a trainer is set up."""
+    from trainbus.tfutils.model_utils import describe_trainable_vars
+
+    with trainer.graph.as_default():
+        describe_trainable_vars()
+
+
+def _log_summary(logger: Any, summary: Any, error: BaseException | None) -> None:
+    try:
+        text = summary.text(error)
+    except Exception as e:  # noqa: BLE001 - the training is done; a summary that fails must not hide that
+        logger.warning(f"The end-of-run summary could not be made: {type(e).__name__}: {e}")
+        return
+    logger.info(text)
 
 
 def _say_logdir_untouched(logger: Any) -> None:
