@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+import numpy as np
 import tensorflow as tf
 
 from trainbus.callbacks.base import Callback
@@ -47,12 +48,81 @@ def build_or_reuse_placeholder(spec: Any) -> Any:
 _placeholder = build_or_reuse_placeholder
 
 
+#: what :func:`explain_datapoint` checks a datapoint against: per input, its name (or None for a
+#: nameless component), dtype and static shape
+InputSpec = tuple[Any, Any, Any]
+
+
+def inputs_of(tensors: Sequence[Any]) -> list[InputSpec]:
+    """The :data:`InputSpec` of each placeholder (or ``tf.TensorSpec``) of ``tensors``."""
+    out = []
+    for t in tensors:
+        name = t.op.name if hasattr(t, "op") else t.name
+        out.append((name, tf.as_dtype(t.dtype), tf.TensorShape(t.shape)))
+    return out
+
+
+def _describe_value(value: Any) -> str:
+    """A short description of a datapoint component: its type, dtype and shape."""
+    if isinstance(value, np.ndarray):
+        return f"an array of {value.dtype} with shape {value.shape}"
+    if isinstance(value, (list, tuple)):
+        try:
+            arr = np.asarray(value)
+        except Exception:  # noqa: BLE001 - ragged or odd content: say what it is
+            return f"a {type(value).__name__} of {len(value)} items"
+        return f"a {type(value).__name__} (as an array: {arr.dtype} with shape {arr.shape})"
+    return f"{type(value).__name__} {value!r:.60}"
+
+
+def _component(k: int, name: Any) -> str:
+    return f"component {k} ({name!r})" if name is not None else f"component {k}"
+
+
+def explain_datapoint(source: str, dataflow: Any, dp: Any, inputs: Sequence[InputSpec]) -> str | None:
+    """What is wrong with the datapoint ``dp`` of ``dataflow`` for ``inputs`` (number of
+    components, each one's dtype and shape), as a one-line message naming the input source, the
+    dataflow, the component (index and input name), what was expected and what came; None when
+    nothing is wrong. It converts every component: call it once a datapoint failed (or to check one
+    datapoint), not for every datapoint."""
+    df = type(dataflow).__name__
+    names = [n for n, _, _ in inputs]
+    if not hasattr(dp, "__len__") or isinstance(dp, (np.ndarray, str, bytes, dict)):
+        return (f"{source}: the dataflow {df} produced a datapoint that is {_describe_value(dp)}, not a list of "
+                f"components; expected a list with one component per input {names}, in the order of the model's "
+                "inputs()")
+    if len(dp) != len(inputs):
+        got = "; ".join(f"{k}: {_describe_value(v)}" for k, v in enumerate(list(dp)[:6]))
+        if len(dp) > 6:
+            got += "; ..."
+        return (f"{source}: the dataflow {df} produced a datapoint of {len(dp)} component"
+                f"{'' if len(dp) == 1 else 's'}, but the model has "
+                f"{len(inputs)} inputs {names}: expected one component per input, in the order of the model's "
+                f"inputs(); got [{got}]")
+    for k, (value, (name, dtype, shape)) in enumerate(zip(dp, inputs)):
+        try:
+            arr = np.asarray(value, dtype=dtype.as_numpy_dtype)
+        except Exception as e:  # noqa: BLE001 - described below
+            return (f"{source}: {_component(k, name)} of a datapoint from the dataflow {df} cannot be converted to "
+                    f"{dtype.name}: the input signature expects {dtype.name} of shape {shape}, got "
+                    f"{_describe_value(value)} ({type(e).__name__}: {e}); make the dataflow produce {dtype.name} "
+                    "values there, or change the dtype of that input in inputs()")
+        if not shape.is_compatible_with(arr.shape):
+            return (f"{source}: {_component(k, name)} of a datapoint from the dataflow {df} has shape "
+                    f"{tuple(arr.shape)}, but the input signature expects {shape} (rank {shape.rank}, got rank "
+                    f"{arr.ndim}); make the dataflow produce that shape (e.g. batch it) or change the TensorSpec of "
+                    "that input in inputs()")
+    return None
+
+
 class InputSource:
     """Base class of input sources. ``setup(input_signature)`` builds what is needed and
     returns the callbacks the trainer must run; ``get_input_tensors()`` gives the tensors."""
 
     _name_scope: str | None = None
     _setup_done = False
+    #: the input source this one is wrapped in (e.g. by a ``StagingInput``), named in its errors
+    _wrapped_by: str | None = None
 
     def setup(self, input_signature: Sequence[Any]) -> list[Callback]:
         """Build the input pipeline for ``input_signature`` (a list of ``tf.TensorSpec``);
@@ -119,6 +189,10 @@ class InputSource:
         """The exception that broke the input (e.g. in a feeding thread), if any."""
         return None
 
+    def describe(self) -> str:
+        """How errors name this input source: ``str(self)``, and the source it is wrapped in."""
+        return str(self) if self._wrapped_by is None else f"{self} (inside {self._wrapped_by})"
+
     def cached_name_scope(self) -> Any:
         name = self._name_scope or type(self).__name__
         return tf1.name_scope(name + "/")
@@ -144,6 +218,7 @@ class ProxyInputSource(InputSource):
         return self._input.get_input_tensors()
 
     def _setup(self, input_signature: list[Any]) -> None:
+        self._input._wrapped_by = self.describe()
         self._input_callbacks = self._input.setup(input_signature)
 
     def _get_callbacks(self) -> list[Callback]:
@@ -180,6 +255,7 @@ def remap_input_source(input: InputSource, names: Sequence[str]) -> InputSource:
     class _Remapped(ProxyInputSource):
         def _setup(self, input_signature: list[Any]) -> None:
             self._all_placehdrs = [build_or_reuse_placeholder(s) for s in input_signature]
+            self._input._wrapped_by = self.describe()
             by_name = {s.name: s for s in input_signature}
             missing = [n for n in names if n not in by_name]
             if missing:

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from trainbus.callbacks.base import Callback
 from trainbus.dataflow import dataflow_len, is_dataflow, repeat_forever
-from trainbus.input_source.base import InputSource, StepFeed, _placeholder
+from trainbus.input_source.base import InputSource, StepFeed, _placeholder, explain_datapoint, inputs_of
 
 
 class PlaceholderInput(InputSource):
@@ -88,10 +88,22 @@ class FeedInput(InputSource):
             dp = next(self._iter)
         except StopIteration:
             raise tf.errors.OutOfRangeError(None, None, "FeedInput: the dataflow is exhausted") from None
-        if len(dp) != len(self._all_placehdrs):
-            raise ValueError(f"FeedInput: a datapoint has {len(dp)} components but the model has "
-                             f"{len(self._all_placehdrs)} inputs ({[p.op.name for p in self._all_placehdrs]})")
-        return tuple(dp)
+        try:
+            if len(dp) == len(self._all_placehdrs):
+                return tuple(dp)
+        except TypeError:  # no len(): not a list of components
+            pass
+        raise ValueError(explain_datapoint(self.describe(), self.ds, dp, inputs_of(self._all_placehdrs)))
+
+    def explain_feed_error(self, exc: BaseException, values: tuple) -> BaseException | None:
+        """For a step whose feed failed with ``exc`` (a value the placeholders cannot take):
+        an error of the same type naming this input source, the dataflow, the input and what was
+        expected and got, or None when ``values`` (the datapoint fed) show nothing wrong. Only
+        called once the step failed, so it costs nothing per step."""
+        why = explain_datapoint(self.describe(), self.ds, values, inputs_of(self._all_placehdrs))
+        if why is None:
+            return None
+        return TypeError(why) if isinstance(exc, TypeError) else ValueError(why)
 
     def feed_source(self) -> StepFeed:
         """``(placeholders, next_feed)`` for a runner that feeds this input by itself (an

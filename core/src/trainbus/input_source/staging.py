@@ -46,6 +46,12 @@ class StagingInput(FeedfreeInput):
     def __init__(self, input: InputSource, nr_stage: int = 1, device: str | None = None) -> None:
         if not isinstance(input, InputSource):
             raise TypeError(f"StagingInput wraps an InputSource, got {input!r}")
+        from trainbus.input_source.feed import FeedInput, PlaceholderInput
+
+        if isinstance(input, (FeedInput, PlaceholderInput)) and not isinstance(input, FeedfreeInput):
+            raise TypeError(f"StagingInput prefetches from an input that needs no feed (QueueInput, TFDatasetInput, "
+                            f"TensorInput...), got {input}, whose placeholders are fed at each step; use "
+                            f"StagingInput(QueueInput(dataflow)) instead")
         self._input = input
         self._nr_stage = int(nr_stage)
         self._device = device
@@ -63,6 +69,7 @@ class StagingInput(FeedfreeInput):
         return self._input.step_feed()
 
     def _setup(self, input_signature: list[Any]) -> None:
+        self._input._wrapped_by = self.describe()
         self._input_callbacks = self._input.setup(input_signature)
 
     def _get_input_tensors(self) -> list[Any]:

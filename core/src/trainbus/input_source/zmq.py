@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 import tensorflow as tf
 
-from trainbus.input_source.queue import QueueInput
+from trainbus.input_source.queue import QueueInput, _QueueSizeStat
 from trainbus.tfutils.tower import _to_spec
 
 
@@ -81,6 +81,10 @@ class ZMQInput(QueueInput):
 
     def size(self) -> int:
         raise ValueError("ZMQInput reads an endless stream and has no size; pass steps_per_epoch explicitly")
+
+    def _get_callbacks(self) -> list[Any]:
+        # the queue thread only: like tensorpack's ZMQInput, no queue_size statistic
+        return [cb for cb in super()._get_callbacks() if not isinstance(cb, _QueueSizeStat)]
 
     def _stop(self) -> None:
         if self.thread is not None:

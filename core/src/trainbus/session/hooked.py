@@ -191,12 +191,18 @@ class HookedSession:
         fn = self._callables.get(key)
         if fn is None:
             fn = self._make_callable(fetches, extra_fetches, feed_keys, options is not None)
-        if options is not None:
-            if run_metadata is None:
-                run_metadata = self._RunMetadata()
-            out = fn(*feed_vals, options=options, run_metadata=run_metadata)
-        else:
-            out = fn(*feed_vals)
+        try:
+            if options is not None:
+                if run_metadata is None:
+                    run_metadata = self._RunMetadata()
+                out = fn(*feed_vals, options=options, run_metadata=run_metadata)
+            else:
+                out = fn(*feed_vals)
+        except (ValueError, TypeError) as e:  # a fed value of the wrong type or shape
+            explained = self._explain_feed_error(e, feed_vals)
+            if explained is None:
+                raise
+            raise explained from e
         self._loop._global_step += 1
         if ctx is not None:
             if self._ar is not None:
@@ -204,6 +210,18 @@ class HookedSession:
             if ctx.stop_requested:
                 self._stop = True
         return out[0]
+
+    def _explain_feed_error(self, exc: BaseException, feed_vals: Any) -> BaseException | None:
+        """The input source's account of a step whose feed failed (which input, which dataflow,
+        what was expected and got), when the per-step feed is a bound method of an object with
+        ``explain_feed_error(exc, values)`` (``FeedInput``); None otherwise. Runs only on failure."""
+        explain = getattr(getattr(self._feed_next, "__self__", None), "explain_feed_error", None)
+        if explain is None:
+            return None
+        try:
+            return explain(exc, tuple(feed_vals[:len(self._feed_keys)]))
+        except Exception:  # noqa: BLE001 - the original error is better than a failed explanation
+            return None
 
     def _make_callable(self, fetches: Any, extra: tuple, feed_keys: tuple, with_options: bool) -> Any:
         from trainbus.session.fastrun import make_step_callable

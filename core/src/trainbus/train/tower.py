@@ -125,9 +125,8 @@ class SingleCostTrainer(TowerTrainer):
         ``[(grad, var)]`` (``None`` in an inference tower)."""
         from trainbus.tfutils.gradproc import FilterNoneGrad
 
-        def get_grad_fn() -> Any:
+        def grads_from_inputs(inputs: Sequence[Any]) -> Any:
             ctx = get_current_tower_context()
-            inputs = input.get_input_tensors()
             cost = get_cost_fn(*inputs)
             if not isinstance(cost, tf.Tensor) or cost.shape.ndims not in (0, None):
                 raise TypeError(f"the cost function must return a scalar tf.Tensor, got {cost!r}")
@@ -142,18 +141,27 @@ class SingleCostTrainer(TowerTrainer):
                 aggregation_method=self.AGGREGATION_METHOD)
             return FilterNoneGrad().process(grads)
 
+        def get_grad_fn() -> Any:
+            return grads_from_inputs(input.get_input_tensors())
+
         if not self.XLA_COMPILE:
             return get_grad_fn
 
         def xla_get_grad_fn() -> Any:
             from tensorflow.python.compiler.xla import xla
 
+            # The input tensors are taken here, outside the compiled computation: a dequeue, an
+            # unstage or a dataset's get_next has no XLA kernel, and XLA compiles only the model
+            # (the computation reads the inputs as tensors captured from outside it).
+            inputs = input.get_input_tensors()
+            if not get_current_tower_context().is_training:
+                return grads_from_inputs(inputs)
             variables: list[Any] = []
 
             def xla_fn() -> Any:
-                grads = get_grad_fn()
+                grads = grads_from_inputs(inputs)
                 variables.extend(v for _, v in grads)
-                return [g for g, _ in grads]
+                return [g for g, _ in grads]  # a flat list: XLA returns no nested structure
 
             compiled = xla.compile(xla_fn)
             return list(zip(compiled, variables))
