@@ -28,8 +28,8 @@ What comes back:
 Object arrays, structured dtypes, sets and other objects raise ``TypeError`` naming the object's type.
 
 ``loads`` also reads what tensorpack 0.11's ``dumps`` wrote (pickle, msgpack + msgpack-numpy,
-``pyarrow.serialize``): a buffer whose header does not describe a trainbus message exactly (its message
-length, and the array bytes after it) is handed to :mod:`trainbus.utils.tensorpack_serialize`. Trainbus
+``pyarrow.serialize``): a buffer whose header does not describe a trainbus message exactly (its
+message length, and array bytes after it only when an array refers to them) is handed to :mod:`trainbus.utils.tensorpack_serialize`. Trainbus
 buffers pay one length comparison for this. :func:`dumps_tensorpack` writes tensorpack's encodings.
 """
 
@@ -182,19 +182,15 @@ def loads(buf: bytes | bytearray | memoryview, *, trust_pickle: bool = False) ->
         return _loads_other(mv, f"its header announces a {n}-byte message", trust_pickle)
     trailer: bytearray | None = None
     ntrail = nbuf - start
-    end = 0
 
     def ext_hook(code: int, data: bytes) -> Any:
-        nonlocal trailer, end
+        nonlocal trailer
         if code == _EXT_ARRAY:
             (offset,) = _OFFSET.unpack_from(data, 0)
             shape, dtype, count = _parse_tail(data[8:])
-            stop = offset + count * dtype.itemsize
-            if stop > end:
-                end = stop
             if count == 0:
                 return np.empty(shape, dtype)
-            if stop > ntrail:
+            if offset + count * dtype.itemsize > ntrail:
                 raise _NotTrainbus("an array runs past its end")
             if trailer is None:
                 trailer = bytearray(mv[start:])
@@ -211,9 +207,9 @@ def loads(buf: bytes | bytearray | memoryview, *, trust_pickle: bool = False) ->
     except (msgpack.ExtraData, msgpack.FormatError, msgpack.StackError, ValueError, struct.error, UnicodeDecodeError,
             TypeError, IndexError) as e:
         return _loads_other(mv, f"{type(e).__name__}: {e}", trust_pickle)
-    if end != ntrail:
-        # dumps ends the buffer with its last array: other bytes after the message mean another encoding
-        return _loads_other(mv, f"{ntrail - end} bytes after its message belong to no array", trust_pickle)
+    if ntrail and trailer is None:
+        # dumps writes bytes after the message only for a non-empty array: this is another encoding
+        return _loads_other(mv, f"{ntrail} bytes after its message belong to no array", trust_pickle)
     return out
 
 
