@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from trainbus.callbacks.base import Callback
 from trainbus.dataflow import dataflow_len, repeat_forever
-from trainbus.input_source.base import FeedfreeInput, build_or_reuse_placeholder
+from trainbus.input_source.base import FeedfreeInput, build_or_reuse_placeholder, explain_datapoint, inputs_of
 from trainbus.input_source.feed import FeedInput
 from trainbus.utils import logger
 
@@ -20,27 +20,15 @@ tf1 = tf.compat.v1
 
 def _datapoint_mismatch(who: str, ds: Any, dp: Any, placehdrs: list[Any]) -> str | None:
     """What is wrong with datapoint ``dp`` against the input placeholders (number of components,
-    shapes), naming the dataflow and the component; None when nothing visible is wrong."""
-    import numpy as np
-
-    name = type(ds).__name__
-    if len(dp) != len(placehdrs):
-        return (f"{who}: the dataflow {name} produced a datapoint of {len(dp)} components, but the model has "
-                f"{len(placehdrs)} inputs ({[p.op.name for p in placehdrs]}); make each datapoint a list with one "
-                "component per input, in the order of inputs()")
-    for k, (value, ph) in enumerate(zip(dp, placehdrs)):
-        try:
-            arr = np.asarray(value)
-        except Exception:  # noqa: BLE001 - described below
-            return f"{who}: component {k} ({ph.op.name!r}) of a datapoint from {name} is not array-like: {value!r:.80}"
-        if not ph.shape.is_compatible_with(arr.shape):
-            return (f"{who}: component {k} ({ph.op.name!r}) of a datapoint from the dataflow {name} has shape "
-                    f"{tuple(arr.shape)}, but the input signature expects {ph.shape}; make the dataflow produce "
-                    "that shape (e.g. batch it) or change the TensorSpec in inputs()")
-    return None
+    dtypes, shapes), naming the input source ``who``, the dataflow and the component; None when
+    nothing visible is wrong. Called only once an enqueue failed."""
+    return explain_datapoint(who, ds, dp, inputs_of(placehdrs))
 
 
 class _EnqueueThread(threading.Thread):
+    #: the input source, as its errors name it
+    who = "QueueInput"
+
     def __init__(self, queue: Any, ds: Any, placehdrs: list[Any]) -> None:
         super().__init__(name="QueueInput-EnqueueThread", daemon=True)
         self.queue = queue
@@ -56,12 +44,15 @@ class _EnqueueThread(threading.Thread):
         try:
             it = repeat_forever(self.ds)
             run_enqueue = self.sess.make_callable(self.op, feed_list=self.placehdrs)
+            n_inputs = len(self.placehdrs)
             while not self._stop_evt.is_set():
                 dp = next(it)
                 try:
+                    if len(dp) != n_inputs:  # the callable would drop an extra component without a word
+                        raise ValueError(f"a datapoint of {len(dp)} components for {n_inputs} inputs")
                     run_enqueue(*dp)
                 except (ValueError, TypeError) as e:
-                    why = _datapoint_mismatch("QueueInput", self.ds, dp, self.placehdrs)
+                    why = _datapoint_mismatch(self.who, self.ds, dp, self.placehdrs)
                     if why is None:
                         raise
                     raise ValueError(why) from e
@@ -99,6 +90,34 @@ class _QueueCallback(Callback):
         return "QueueInputCallback"
 
 
+class _QueueSizeStat(Callback):
+    """Keeps an exponential moving average of the number of datapoints waiting in the queue,
+    updated at every step (in the step's own ``Session.run``), and summarized as the scalar
+    ``QueueInput/queue_size`` (written by ``MergeAllSummaries`` with the other summaries): a queue
+    near 0 means the model waits for the dataflow."""
+
+    def __init__(self, src: QueueInput) -> None:
+        self._src = src
+        self._args: Any = None
+
+    def _setup_graph(self) -> None:
+        from trainbus.tfutils.summary import add_moving_summary
+
+        with self._src.cached_name_scope():
+            size = tf.cast(self._src._size_op, tf.float32, name="queue_size")
+        ema = add_moving_summary(size, collection=None, decay=0.5)
+        if not ema:  # not built here (another tower's scope): nothing to update
+            self._drop_hooks("before_run")
+            return
+        self._args = tf1.train.SessionRunArgs(fetches=ema[0].op)
+
+    def _before_run(self, ctx: Any) -> Any:
+        return self._args
+
+    def __str__(self) -> str:
+        return "QueueInputSizeStat"
+
+
 class QueueInput(FeedInput, FeedfreeInput):
     """Enqueue datapoints from a DataFlow into a TF queue in a background thread; the
     model reads from the queue (so the step does not wait for Python).
@@ -120,6 +139,7 @@ class QueueInput(FeedInput, FeedfreeInput):
             if self.queue is None:
                 self.queue = tf1.FIFOQueue(50, [p.dtype for p in self._all_placehdrs], name="input_queue")
             self.thread = _EnqueueThread(self.queue, self.ds, self._all_placehdrs)
+            self.thread.who = self.describe()
             self._size_op = self.queue.size()
 
     def _get_input_tensors(self) -> list[Any]:
@@ -151,7 +171,7 @@ class QueueInput(FeedInput, FeedfreeInput):
         return self.thread.exception if self.thread is not None else None
 
     def _get_callbacks(self) -> list[Callback]:
-        return [_QueueCallback(self)]
+        return [_QueueCallback(self), _QueueSizeStat(self)]
 
     def step_feed(self) -> None:
         """None: the model reads from the queue, the step needs no feed."""
@@ -197,6 +217,7 @@ class BatchQueueInput(QueueInput):
                 if not tf.TensorShape(shp).is_fully_defined():
                     raise ValueError(f"BatchQueueInput: the queue's shapes {self.queue.shapes} must be fully defined")
             self.thread = _EnqueueThread(self.queue, self.ds, nobatch)
+            self.thread.who = self.describe()
             self._size_op = self.queue.size()
 
     def _get_input_tensors(self) -> list[Any]:
