@@ -93,7 +93,8 @@ def __getattr__(name: str) -> Any:
             value = getattr(module, name)
             globals()[name] = value
             return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # ``from trainbus import Nmae``: an ImportError naming the closest names; else AttributeError
+    _registry._raise_missing(__name__, name, [*__dir__(), *_star_names()])
 
 
 def __dir__() -> list[str]:

@@ -205,6 +205,32 @@ def installed_names(groups: Iterable[str]) -> list[str]:
     return sorted({n for g in groups for n in index(g)})
 
 
+def _raise_missing(module: str, name: str, known: Iterable[str]) -> None:
+    """A name the module does not have. Imported by ``from module import name``: an
+    ``ImportError`` with the closest names (Python's own says only "cannot import name");
+    looked up as an attribute (``hasattr``, ``getattr``): an ``AttributeError``, as usual."""
+    import difflib
+    import dis
+    import sys
+
+    frame = sys._getframe(2)  # the code that asked: __getattr__'s caller
+    try:
+        importing = frame.f_code.co_code[frame.f_lasti] == dis.opmap["IMPORT_FROM"]
+    except (IndexError, KeyError, AttributeError):
+        importing = False
+    finally:
+        del frame
+    if not importing:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}", name=name, obj=sys.modules.get(module))
+    public = list(dict.fromkeys(n for n in known if not n.startswith("_")))
+    close = difflib.get_close_matches(name, public, n=3, cutoff=0.6)
+    if not close:
+        close = [n for n in public if n.lower() == name.lower()]
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else \
+        f" (see `trainbus plugins` for every installed name, or dir({module}))"
+    raise ImportError(f"cannot import name {name!r} from {module!r}{hint}", name=module)
+
+
 def make_module_getattr(module: str, groups: tuple[str, ...], namespace: dict,
                         core_all: Iterable[str] | None = None, *, lazy: Mapping[str, str] | None = None,
                         submodules: Iterable[str] = ()) -> tuple[Any, Any]:
@@ -233,10 +259,15 @@ def make_module_getattr(module: str, groups: tuple[str, ...], namespace: dict,
             value = getattr(importlib.import_module(lazy[name]), name)
         elif name in subs:
             return importlib.import_module(f"{module}.{name}")
-        elif groups:
-            value = resolve(module, name, groups)
         else:
-            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+            try:
+                if not groups:
+                    raise AttributeError(f"module {module!r} has no attribute {name!r}")
+                value = resolve(module, name, groups)
+            except AttributeError as e:
+                if str(e) != f"module {module!r} has no attribute {name!r}":
+                    raise
+                _raise_missing(module, name, __dir__())
         namespace[name] = value  # later lookups skip __getattr__
         return value
 
