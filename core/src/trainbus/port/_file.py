@@ -453,7 +453,7 @@ class _Porter:
             self.edit(edits)
         if need_slim or "tf_slim" in self.res.text:
             self.res.packages["tf_slim"] = "the home of tf.contrib.slim and of tf.contrib.layers' layers"
-        if need_slim and not re.search(r"^\s*(import tf_slim\b|from tf_slim\b)", self.res.text, re.M):
+        if need_slim and not re.search(r"^\s*import tf_slim\s*(#.*)?$", self.res.text, re.M):
             t = ast.parse(self.res.text)
             where = next((b.node.end_lineno for b in self.bindings(t) if b.node is not None), None)  # type: ignore[union-attr]
             indent = ""

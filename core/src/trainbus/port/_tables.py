@@ -67,4 +67,5 @@ FRAMEWORK_CORE = {
 }
 
 #: attribute paths (after the TensorFlow module) that need Keras 2 (``tf_keras``) in graph mode
-KERAS2_PREFIXES = ("layers", "keras", "compat.v1.layers", "compat.v1.keras", "estimator")
+KERAS2_PREFIXES = ("layers", "keras", "compat.v1.layers", "compat.v1.keras", "estimator", "nn.rnn_cell",
+                   "compat.v1.nn.rnn_cell")

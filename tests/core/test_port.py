@@ -1,0 +1,419 @@
+"""``trainbus port`` / :func:`trainbus.port.port_tree`: each rule on a small TF 1-style file of
+our own (exact expected text: only the changed characters move), the refusals with their report
+line, idempotency, ``--diff`` writing nothing, ``--in-place``'s backup, the exit statuses, and two
+ported scripts that really train with trainbus (subprocesses: the compat route switches the whole
+process to TF 1 behaviour, and Keras 2 must be chosen before TensorFlow is imported)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from trainbus.cli import main
+from trainbus.port import REPORT_NAME, PortArgumentError, port_tree
+
+
+def _tree(root: Path, files: dict[str, str | bytes]) -> Path:
+    for rel, content in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            p.write_bytes(content)
+        else:
+            p.write_text(textwrap.dedent(content))
+    return root
+
+
+def _port_one(tmp_path: Path, text: str, name: str = "script.py"):
+    src = _tree(tmp_path / "src", {name: text})
+    report = port_tree(src, tmp_path / "dst")
+    return (tmp_path / "dst" / name).read_text(), report
+
+
+IMPORTS = """\
+    # tensorpack's script (this comment names tensorpack and stays)
+    import tensorpack
+    import tensorpack as tp
+    import tensorpack.dataflow
+    import tensorpack.utils.viz as viz
+    from tensorpack import *
+    from tensorpack.tfutils.summary import (add_moving_summary,
+                                           add_param_summary)
+    from tensorpack.dataflow import dataset
+    import importlib
+    mod = importlib.import_module("tensorpack.utils")
+    print("tensorpack", tensorpack.dataflow.BatchData, tp.ModelDesc)
+"""
+
+IMPORTS_PORTED = """\
+    # tensorpack's script (this comment names tensorpack and stays)
+    import trainbus
+    import trainbus as tp
+    import trainbus.dataflow
+    import trainbus.utils.viz as viz
+    from trainbus import *
+    from trainbus.tfutils.summary import (add_moving_summary,
+                                           add_param_summary)
+    from trainbus.dataflow import dataset
+    import importlib
+    mod = importlib.import_module("trainbus.utils")
+    print("tensorpack", trainbus.dataflow.BatchData, tp.ModelDesc)
+"""
+
+
+def test_every_tensorpack_import_form_becomes_trainbus_and_nothing_else_changes(tmp_path):
+    out, report = _port_one(tmp_path, IMPORTS)
+    assert out == textwrap.dedent(IMPORTS_PORTED)
+    assert report.exit_code == 0 and not report.problems
+    assert report.files[0].route == "none"
+    lines = {c.line for c in report.changes}
+    assert lines == {2, 3, 4, 5, 6, 7, 9, 11, 12}
+    assert all("trainbus" in " ".join(c.reasons) for c in report.changes)
+    md = (tmp_path / "dst" / REPORT_NAME).read_text()
+    assert "`script.py:7`" in md and "tensorpack import -> trainbus" in md
+
+
+def test_tfv1_import_form_keeps_tf1_names(tmp_path):
+    text = """\
+        from tensorpack import tfv1 as tf
+        from tensorpack.compat import tfv1
+        x = tf.placeholder(tf.float32, [None, 2])   # TF 1 name, fine under tf.compat.v1
+        v = tfv1.get_variable('v', [2])
+    """
+    out, report = _port_one(tmp_path, text)
+    assert out == textwrap.dedent(text).replace("from tensorpack", "from trainbus")
+    assert report.files[0].route == "v1"
+
+
+COMPAT = """\
+    #!/usr/bin/env python
+    \"\"\"A TF 1 script.\"\"\"
+    import numpy as np
+    import tensorflow as tf   # TF 1.x
+
+    def net(x):
+        w = tf.get_variable('w', [int(x.get_shape()[1].value), 3],
+                            initializer=tf.truncated_normal_initializer(stddev=0.1))   # odd   spacing
+        return tf.matmul(x, w)
+
+    x = tf.placeholder(tf.float32, [None, 4])
+    y = net(x)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        print(sess.run(y, {x: np.ones((2, 4))}).shape)
+"""
+
+
+def test_compat_route_changes_the_import_and_adds_disable_v2_behavior_only(tmp_path):
+    out, report = _port_one(tmp_path, COMPAT)
+    expected = textwrap.dedent(COMPAT).replace(
+        "import tensorflow as tf   # TF 1.x\n",
+        "import tensorflow.compat.v1 as tf   # TF 1.x\ntf.disable_v2_behavior()\n")
+    assert out == expected
+    f = report.files[0]
+    assert f.route == "compat" and "shape[i].value" in f.why
+    assert [c.line for c in report.changes] == [4]
+    # the ported file runs on TensorFlow 2.21
+    (tmp_path / "dst" / "script.py").write_text(out)
+    r = subprocess.run([sys.executable, str(tmp_path / "dst" / "script.py")], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip().endswith("(2, 3)")
+
+
+def test_compat_route_is_chosen_when_it_changes_fewer_lines_and_says_why(tmp_path):
+    text = """\
+        import tensorflow as tf
+        a = tf.placeholder(tf.float32)
+        b = tf.get_variable('b', [])
+        c = tf.train.AdamOptimizer(0.1)
+        d = tf.log(a)
+    """
+    out, report = _port_one(tmp_path, text)
+    assert out.splitlines()[:2] == ["import tensorflow.compat.v1 as tf", "tf.disable_v2_behavior()"]
+    assert out.splitlines()[2:] == textwrap.dedent(text).splitlines()[1:]
+    why = report.files[0].why
+    assert why.startswith("compat:") and "changes 2 lines where tf_upgrade_v2 changes 4" in why
+
+
+def test_upgrade_route_uses_tensorflows_upgrader_for_a_one_line_change(tmp_path):
+    text = """\
+        import tensorflow as tf
+        def f(x):
+            return tf.nn.relu(x) + tf.log(x)  # one TF 1 name
+    """
+    out, report = _port_one(tmp_path, text)
+    assert out == textwrap.dedent(text).replace("tf.log(x)", "tf.math.log(x)")
+    assert report.files[0].route == "upgrade"
+    assert "tf_upgrade_v2" in report.changes[0].reasons[0]
+
+
+def test_upgrade_route_when_tf2_only_names_are_used(tmp_path):
+    text = """\
+        import tensorflow as tf
+        w = tf.summary.create_file_writer('/tmp/unused')
+        p = tf.placeholder(tf.float32)
+        q = tf.get_variable('q', [])
+    """
+    out, report = _port_one(tmp_path, text)
+    assert report.files[0].route == "upgrade" and "tf.compat.v1 lacks" in report.files[0].why
+    assert "w = tf.summary.create_file_writer('/tmp/unused')" in out
+    assert "tf.compat.v1.placeholder(tf.float32)" in out and "tf.compat.v1.get_variable('q', [])" in out
+
+
+def test_keep_route_leaves_a_tf2_clean_file_alone(tmp_path):
+    text = """\
+        import tensorflow as tf
+        def f(x):
+            try:
+                resize = tf.compat.v2.image.resize_images  # a fallback for another version
+            except AttributeError:
+                resize = tf.image.resize
+            return tf.reduce_mean(tf.nn.relu(x))
+    """
+    out, report = _port_one(tmp_path, text)
+    assert out == textwrap.dedent(text)
+    assert report.files[0].route == "keep" and not report.changes
+
+
+CONTRIB = """\
+    import tensorflow as tf
+    import tensorflow.contrib.slim as slim
+    from tensorflow.contrib.slim.nets import resnet_v1
+    rnn = tf.contrib.rnn
+
+    def model(x, seq):
+        reg = tf.contrib.layers.l2_regularizer(1e-4)
+        h = tf.contrib.layers.fully_connected(x, 4, weights_regularizer=reg)
+        with tf.contrib.framework.arg_scope([slim.conv2d], padding='SAME'):
+            pass
+        cell = rnn.MultiRNNCell([rnn.LSTMBlockCell(4), rnn.BasicLSTMCell(4)])
+        cell = tf.contrib.rnn.DropoutWrapper(cell, output_keep_prob=0.5)
+        outs, st = rnn.static_rnn(cell, seq, dtype=tf.float32)
+        step = tf.contrib.framework.get_or_create_global_step()
+        return tf.contrib.slim.flatten(h), tf.placeholder(tf.float32)
+"""
+
+CONTRIB_PORTED = """\
+    import tensorflow.compat.v1 as tf
+    tf.disable_v2_behavior()
+    import tf_slim
+    import tf_slim as slim
+    from tf_slim.nets import resnet_v1
+    rnn = tf.nn.rnn_cell
+
+    def model(x, seq):
+        reg = tf.keras.regularizers.l2(0.5 * (1e-4))
+        h = tf_slim.fully_connected(x, 4, weights_regularizer=reg)
+        with tf_slim.arg_scope([slim.conv2d], padding='SAME'):
+            pass
+        cell = rnn.MultiRNNCell([rnn.LSTMCell(4), rnn.BasicLSTMCell(4)])
+        cell = tf.nn.rnn_cell.DropoutWrapper(cell, output_keep_prob=0.5)
+        outs, st = tf.nn.static_rnn(cell, seq, dtype=tf.float32)
+        step = tf.train.get_or_create_global_step()
+        return tf_slim.flatten(h), tf.placeholder(tf.float32)
+"""
+
+
+def test_contrib_pieces_go_to_their_maintained_homes(tmp_path):
+    out, report = _port_one(tmp_path, CONTRIB)
+    body = out.split("\n", 2)[2]  # after the Keras 2 lines (tf.keras.regularizers needs Keras 2)
+    assert out.startswith("import os  # trainbus port: ")
+    assert out.split("\n")[1] == 'os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")'
+    assert body == textwrap.dedent(CONTRIB_PORTED)
+    assert report.exit_code == 0, report.problems
+    assert set(report.packages) == {"tf_slim", "tf_keras"}
+    reasons = " | ".join(r for c in report.changes for r in c.reasons)
+    assert "tf_upgrade_v2: Multiplying scale arg of tf.contrib.layers.l2_regularizer" in reasons
+    assert "LSTMBlockCell" in reasons and "tf.contrib.rnn.static_rnn -> tf.nn.static_rnn" in reasons
+    assert any("TF_USE_LEGACY_KERAS=1" in r for r in report.runtime)
+
+
+def test_contrib_on_the_upgrade_route_is_written_against_tf_compat_v1(tmp_path):
+    text = """\
+        import tensorflow as tf
+        def f(x):
+            c = tf.contrib.rnn.GRUCell(3)
+            d = tf.contrib.rnn.DropoutWrapper(c)
+            return tf.math.log(x)
+    """
+    out, report = _port_one(tmp_path, text)
+    assert report.files[0].route == "keep"
+    assert "c = tf.compat.v1.nn.rnn_cell.GRUCell(3)" in out
+    assert "d = tf.compat.v1.nn.rnn_cell.DropoutWrapper(c)" in out
+
+
+def test_constructs_without_a_home_are_refused_with_a_report_line(tmp_path, capsys):
+    text = """\
+        import tensorflow as tf
+        from tensorpack.utils.loadcaffe import load_caffe
+        x = tf.placeholder(tf.float32)
+        ge = tf.contrib.graph_editor.reroute_ts
+        import tensorflow.contrib.eager as tfe
+    """
+    src = _tree(tmp_path / "src", {"m.py": text})
+    rc = main(["port", str(src), str(tmp_path / "dst")])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert "`m.py:4`: `tf.contrib.graph_editor.reroute_ts`: tf.contrib.graph_editor is gone" in out
+    assert "Suggestion: rebuild the graph" in out
+    assert "`m.py:5`: `import tensorflow.contrib.eager`" in out
+    assert "`m.py:2`: `tensorpack.utils.loadcaffe`: trainbus does not provide it" in out
+    assert "exit status 1" in (tmp_path / "dst" / REPORT_NAME).read_text()
+    # what could be converted still was
+    ported = (tmp_path / "dst" / "m.py").read_text()
+    assert "from trainbus.utils.loadcaffe import load_caffe" in ported
+    assert ported.startswith("import tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()\n")
+
+
+def test_porting_a_ported_tree_changes_nothing(tmp_path):
+    src = _tree(tmp_path / "src", {"a.py": CONTRIB, "b.py": COMPAT, "pkg/c.py": IMPORTS,
+                                   "data/table.csv": "a,b\n1,2\n", "blob.bin": bytes(range(256))})
+    first = port_tree(src, tmp_path / "one")
+    assert first.exit_code == 0 and len(first.changed_files) == 3
+    second = port_tree(tmp_path / "one", tmp_path / "two")
+    assert second.changes == [] and second.changed_files == []
+    for rel in ("a.py", "b.py", "pkg/c.py", "data/table.csv", "blob.bin"):
+        assert (tmp_path / "two" / rel).read_bytes() == (tmp_path / "one" / rel).read_bytes(), rel
+    # files that are not Python are copied unchanged
+    assert (tmp_path / "one" / "blob.bin").read_bytes() == bytes(range(256))
+    assert sorted(first.copied) == ["blob.bin", "data/table.csv"]
+
+
+def test_diff_prints_the_unified_diff_and_writes_nothing(tmp_path, capsys):
+    src = _tree(tmp_path / "src", {"b.py": COMPAT, "n.txt": "x"})
+    before = {p: p.read_bytes() for p in src.rglob("*")if p.is_file()}
+    rc = main(["port", str(src), "--diff"])
+    cap = capsys.readouterr()
+    assert rc == 0
+    assert cap.out.startswith("--- a/b.py\n+++ b/b.py\n")
+    assert "-import tensorflow as tf   # TF 1.x\n+import tensorflow.compat.v1 as tf   # TF 1.x\n" \
+           "+tf.disable_v2_behavior()\n" in cap.out
+    assert "# trainbus port report" in cap.err
+    assert {p: p.read_bytes() for p in src.rglob("*") if p.is_file()} == before
+    assert sorted(os.listdir(tmp_path)) == ["src"]
+
+
+def test_in_place_keeps_a_backup_of_the_original(tmp_path, capsys):
+    src = _tree(tmp_path / "proj", {"b.py": COMPAT, "keep.py": "print('no tf')\n"})
+    original = (src / "b.py").read_bytes()
+    rc = main(["port", str(src), "--in-place"])
+    assert rc == 0
+    backup = tmp_path / "proj.port-backup"
+    assert (backup / "b.py").read_bytes() == original
+    assert (src / "b.py").read_text().startswith("#!/usr/bin/env python\n\"\"\"A TF 1 script.\"\"\"\nimport numpy")
+    assert "import tensorflow.compat.v1 as tf" in (src / "b.py").read_text()
+    assert (src / REPORT_NAME).exists()
+    assert f"The original tree is kept in `{backup}`" in capsys.readouterr().out
+    # a second in-place port has nothing to do: no second backup
+    assert main(["port", str(src), "--in-place"]) == 0
+    assert not (tmp_path / "proj.port-backup-1").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["port", "{tmp}/missing"], "the source {tmp}/missing does not exist"),
+    (["port", "{tmp}/src"], "give DST (where to write the ported tree), --in-place or --diff"),
+    (["port", "{tmp}/src", "{tmp}/out", "--diff"], "give exactly one of DST, --in-place or --diff"),
+    (["port", "{tmp}/src", "{tmp}/src/sub"], "is inside the source"),
+    (["port", "{tmp}/src", "{tmp}/full"], "exists and is not an empty directory"),
+    (["port", "{tmp}/src/n.txt", "{tmp}/x.py"], "is not a .py file"),
+])
+def test_bad_arguments_are_one_line_and_status_2(tmp_path, capsys, argv, message):
+    _tree(tmp_path, {"src/a.py": "import tensorpack\n", "src/n.txt": "x", "full/f": "x"})
+    rc = main([a.format(tmp=tmp_path) for a in argv])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.count("\n") == 1 and err.startswith("trainbus port: ") and message.format(tmp=tmp_path) in err
+    with pytest.raises(PortArgumentError):
+        port_tree(tmp_path / "missing", tmp_path / "o")
+
+
+# -- ported scripts train with trainbus ------------------------------------------------------
+
+TRAIN_COMPAT = """\
+    import numpy as np
+    import tensorflow as tf
+    from tensorpack import *
+    from tensorpack.dataflow import BatchData, DataFromList
+
+    class Model(ModelDesc):
+        def inputs(self):
+            return [tf.placeholder(tf.float32, (None, 6), 'x'), tf.placeholder(tf.int32, (None,), 'y')]
+
+        def build_graph(self, x, y):
+            h = tf.layers.dense(x, 8, activation=tf.nn.relu,
+                                kernel_regularizer=tf.contrib.layers.l2_regularizer(1e-3))
+            logits = tf.contrib.layers.fully_connected(h, 3, activation_fn=None)
+            assert logits.get_shape()[1].value == 3
+            cost = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+            return tf.add(cost, tf.losses.get_regularization_loss(), name='total_cost')
+
+        def optimizer(self):
+            return tf.train.AdamOptimizer(1e-2)
+
+    if __name__ == '__main__':
+        rng = np.random.RandomState(0)
+        data = [[rng.randn(6).astype('float32'), rng.randint(3)] for _ in range(64)]
+        logger.set_logger_dir(LOGDIR, action='d')
+        config = TrainConfig(model=Model(), dataflow=BatchData(DataFromList(data), 16), max_epoch=1,
+                             steps_per_epoch=3, callbacks=[])
+        launch_train_with_config(config, SimpleTrainer())
+        print('TRAINED', tf.train.get_global_step is not None)
+"""
+
+TRAIN_RNN = """\
+    import numpy as np
+    from tensorpack import tfv1 as tf
+    from tensorpack import *
+    import tensorflow.contrib.slim as slim
+    rnn = tf.contrib.rnn
+    SEQ = 5
+
+    class Model(ModelDesc):
+        def inputs(self):
+            return [tf.TensorSpec((None, SEQ, 4), tf.float32, 'x'), tf.TensorSpec((None,), tf.int32, 'y')]
+
+        def build_graph(self, x, y):
+            cell = rnn.MultiRNNCell([rnn.LSTMBlockCell(8), rnn.BasicLSTMCell(8)])
+            outs, _ = rnn.static_rnn(cell, tf.unstack(x, axis=1), dtype=tf.float32)
+            logits = slim.fully_connected(outs[-1], 2, activation_fn=None, scope='logits')
+            return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits),
+                                  name='cost')
+
+        def optimizer(self):
+            return tf.train.GradientDescentOptimizer(0.1)
+
+    if __name__ == '__main__':
+        rng = np.random.RandomState(1)
+        data = [[rng.randn(SEQ, 4).astype('float32'), rng.randint(2)] for _ in range(32)]
+        logger.set_logger_dir(LOGDIR, action='d')
+        config = TrainConfig(model=Model(), dataflow=BatchData(DataFromList(data), 8), max_epoch=1,
+                             steps_per_epoch=2, callbacks=[])
+        launch_train_with_config(config, SimpleTrainer())
+        print('TRAINED')
+"""
+
+
+@pytest.mark.parametrize("script, route", [(TRAIN_COMPAT, "compat"), (TRAIN_RNN, "v1")])
+def test_ported_scripts_train_with_trainbus(tmp_path, script, route):
+    logdir = tmp_path / "log"
+    text = textwrap.dedent(script).replace("LOGDIR", repr(str(logdir)))
+    src = _tree(tmp_path / "src", {"train.py": text})
+    report = port_tree(src, tmp_path / "dst")
+    assert report.exit_code == 0, report.problems
+    assert report.files[0].route == route
+    env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
+    r = subprocess.run([sys.executable, "train.py"], cwd=tmp_path / "dst", capture_output=True, text=True,
+                       timeout=600, env=env)
+    assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-3000:])
+    assert "TRAINED" in r.stdout
+    # the unported script does not run on TensorFlow 2.21
+    r0 = subprocess.run([sys.executable, "train.py"], cwd=tmp_path / "src", capture_output=True, text=True,
+                        timeout=600, env=env)
+    assert r0.returncode != 0
+    assert any(logdir.glob("checkpoint")) or any(logdir.glob("*.index")) or (logdir / "stats.json").exists()
