@@ -48,5 +48,6 @@ def test_custom_hyperparam_set_by_setter(logdir):
     assert param.set_calls == [2.0, 4.0, 8.0, 16.0]
     assert box.gain == 16.0 and setter.get_current_value() == 16.0
     assert param.readable_name == "gain"
-    # every value set is put to the monitors under the param's readable name
-    assert [v for n, v, _ in mon.scalars if n == "gain"] == [2.0, 4.0, 8.0, 16.0]
+    # every value a trigger sets is put to the monitors under the param's readable name, at the
+    # end of each epoch; the one set before training is not (no record at step 0)
+    assert [(v, step) for n, v, step in mon.scalars if n == "gain"] == [(4.0, 2), (8.0, 4), (16.0, 6)]

@@ -39,8 +39,9 @@ def test_scheduled_epoch_based(logdir):
     tr = train_tiny(callbacks=[C.ScheduledHyperParamSetter("learning_rate", [(0, 0.5), (2, 0.2), (3, 0.05)]), lr],
                     max_epoch=4)
     assert lr.values == _approx({1: 0.5, 2: 0.5, 3: 0.2, 4: 0.05})
-    # every value set is also put to the monitors, at the global step it was set
-    assert tr.monitors.get_history("learning_rate") == [(0, 0.5), (2 * STEPS, 0.2), (3 * STEPS, 0.05)]
+    # every value a trigger sets is also put to the monitors, at the global step it was set; the
+    # one set before training is not (no statistics record at step 0, as in tensorpack)
+    assert tr.monitors.get_history("learning_rate") == [(2 * STEPS, 0.2), (3 * STEPS, 0.05)]
 
 
 def test_scheduled_linear_interpolation_without_extrapolation(logdir):
@@ -72,7 +73,7 @@ def test_scheduled_step_based(logdir):
                                                            step_based=True), lr], max_epoch=2)
     # set after step 5 completes: step 6 runs with it
     assert lr.values == pytest.approx([0.5] * 5 + [0.2] * 5 + [0.05] * 6, rel=1e-6)
-    assert tr.monitors.get_history("learning_rate") == [(0, 0.5), (5, 0.2), (10, 0.05)]
+    assert tr.monitors.get_history("learning_rate") == [(5, 0.2), (10, 0.05)]
     assert "ScheduledHyperParamSetter" not in [l for l in tr.describe_hooks().splitlines()
                                                if l.startswith("trigger_epoch")][0]
 
@@ -122,10 +123,9 @@ def test_starting_mid_schedule_with_a_different_value_warns(logdir, tb_messages,
                         "'learning_rate' should be 0.05 at the current point (epoch 2), but its current value is 0.1."]
     if set_at_beginning:
         assert "[HyperParamSetter] Setting 'learning_rate' to 0.05 (set_at_beginning=True)." in tb_messages("INFO")
-        assert tr.monitors.get_history("learning_rate") == [(0, 0.05)]
     else:
         assert any("keeps its current value (set_at_beginning=False)" in m for m in tb_messages("WARNING"))
-        assert "learning_rate" not in tr.monitors._history
+    assert "learning_rate" not in tr.monitors._history  # set before training: no statistic
 
 
 @pytest.mark.parametrize("schedule, starting_epoch", [
@@ -147,3 +147,20 @@ def test_interpolated_value_mid_schedule_is_set_without_warning(logdir, tb_messa
     train_tiny(callbacks=[setter, lr], starting_epoch=3, max_epoch=3)
     assert lr.values == _approx({3: 0.3})
     assert [m for m in tb_messages("WARNING") if "by the schedule" in m] == []
+
+
+@pytest.mark.parametrize("step_based", [False, True], ids=["epoch", "step"])
+def test_the_value_set_before_training_is_in_effect_but_puts_no_statistic_at_step_0(logdir, step_based):
+    """tensorpack's setter writes no statistics record at step 0: the value scheduled at point 0
+    is assigned before the first step (the first epoch runs with it), and nothing is put to the
+    monitors before the first step; later values are put where they are set."""
+    from trainbus.testing import RecordingMonitor
+
+    lr = LRPerStep()
+    mon = RecordingMonitor()
+    sched = [(0, 0.5), (STEPS if step_based else 1, 0.2)]
+    train_tiny(callbacks=[C.ScheduledHyperParamSetter("learning_rate", sched, step_based=step_based), lr],
+               monitors=[mon], max_epoch=2)
+    assert lr.values == pytest.approx([0.5] * STEPS + [0.2] * STEPS, rel=1e-6)
+    assert mon.scalars and all(step > 0 for _, _, step in mon.scalars)
+    assert [(v, step) for name, v, step in mon.scalars if name == "learning_rate"] == [(pytest.approx(0.2), STEPS)]

@@ -28,9 +28,10 @@ class HyperParamSetter(Callback):
     """Base class of callbacks that set a hyperparameter.
 
     On every ``trigger()`` (after each epoch by default) and before training, it asks
-    ``_get_value_to_set()`` for a new value; a value that is not None is set on the param and
-    put to the monitors as ``param.readable_name``. Subclasses implement
-    ``_get_value_to_set()``.
+    ``_get_value_to_set()`` for a new value; a value that is not None is set on the param. A
+    value set by a trigger is also put to the monitors as ``param.readable_name``; the one set
+    before training is not (as in tensorpack, no statistics record at step 0). Subclasses
+    implement ``_get_value_to_set()``.
 
     :param param: a :class:`HyperParam`, or a variable name (a :class:`GraphVarParam`).
     """
@@ -86,16 +87,18 @@ class HyperParamSetter(Callback):
 
     def _before_train(self) -> None:
         if self._enable_before_train:
-            self._set_param()
+            self._set_param(put=False)
 
-    def _set_param(self) -> None:
+    def _set_param(self, put: bool = True) -> None:
         v = self.get_value_to_set()
         if v is not None:
-            self._apply(v)
+            self._apply(v, put)
 
-    def _apply(self, v: Any) -> None:
+    def _apply(self, v: Any, put: bool = True) -> None:
+        """Set ``v`` on the param; with ``put``, also put it to the monitors (not before training:
+        a record at step 0 holding only this value is one tensorpack never writes)."""
         self.param.set_value(v)
-        if _is_number(v):
+        if put and _is_number(v):
             self.trainer.monitors.put_scalar(self.param.readable_name, _as_float(v))
 
     def __str__(self) -> str:
@@ -277,7 +280,7 @@ class ScheduledHyperParamSetter(HyperParamSetter):
         v = self._value_at(point)
         self._note(v)
         if v is not None:
-            self._apply(v)
+            self._apply(v, put=False)
         self._check_value_at_beginning(point)
 
     def _check_value_at_beginning(self, point: int) -> None:
@@ -301,13 +304,13 @@ class ScheduledHyperParamSetter(HyperParamSetter):
         if self._set_at_beginning:
             logger.info(f"[HyperParamSetter] Setting '{name}' to {expected:.7g} (set_at_beginning=True).")
             self._note(expected)
-            self._apply(expected)
+            self._apply(expected, put=False)
         else:
             logger.warning(f"'{name}' keeps its current value (set_at_beginning=False). Unless another callback "
                            "sets it, check how the parameter is initialized (or restored from the checkpoint).")
 
-    def _apply(self, v: Any) -> None:
-        super()._apply(v)
+    def _apply(self, v: Any, put: bool = True) -> None:
+        super()._apply(v, put)
         self._last_set = v
 
     def _trigger_epoch(self) -> None:
