@@ -186,6 +186,18 @@ def test_pickle_refuses_code_unless_trusted(tmp_path, monkeypatch):
     assert loads(blob, trust_pickle=True)[0].x == 3
 
 
+def test_lmdb_of_pickled_objects_needs_trust_pickle(tmp_path):
+    path = str(tmp_path / "obj.lmdb")
+    tp_lmdb_save(path, [tp_pickle([np.zeros(2), i]) for i in range(2)] + [tp_pickle([Thing(5), 2])],
+                 tp_pickle(tp_keys(3)))
+    ds = LMDBSerializer.load(path, shuffle=False)
+    ds.reset_state()
+    with pytest.raises(ValueError, match=r"key b'00000002' in the LMDB file .*obj\.lmdb .*Thing.*trust_pickle=True"):
+        list(ds)
+    got = read_all(LMDBSerializer.load(path, shuffle=False, trust_pickle=True))
+    assert [dp[1] for dp in got] == [0, 1, 2] and got[2][0].x == 5
+
+
 def fixture_objects():
     """The objects make_fixtures.py serialized, as pyarrow 11's deserialize gave them back (its
     float32 and integer NumPy scalars became Python float/int, float16 stayed np.float16), except
@@ -458,9 +470,9 @@ def test_corrupted_keys_record_names_it(tmp_path):
 
 
 def test_garbage_over_data_pages_raises_in_python(tmp_path):
-    """Random bytes over the B-tree pages (the meta pages intact): a Python error naming the file
-    (or reading through, when only value bytes were hit), in a subprocess so that a crash would
-    show as a signal."""
+    """Random bytes over every page after the two meta pages: a Python error naming the file, in a
+    subprocess so that a crash would show as a signal. (Single bytes changed inside B-tree pages
+    can still crash LMDB's own C code, which does not check node offsets: see dataflow.md.)"""
     path = str(tmp_path / "p.lmdb")
     make_lmdb(path, n=300, size=50)
     r = run_py(f"""
@@ -468,30 +480,23 @@ def test_garbage_over_data_pages_raises_in_python(tmp_path):
         from trainbus.dataflow import LMDBSerializer
         src = {path!r}
         size = os.path.getsize(src)
-        for seed in range(12):
+        for seed in range(8):
             dst = src + ".%d" % seed
             shutil.copy(src, dst)
-            rng = np.random.RandomState(seed)
             with open(dst, "r+b") as f:
-                if seed % 2:
-                    f.seek(8192)
-                    f.write(rng.bytes(size - 8192))
-                else:
-                    for _ in range(30):
-                        f.seek(rng.randint(8192, size))
-                        f.write(rng.bytes(1))
+                f.seek(8192)
+                f.write(np.random.RandomState(seed).bytes(size - 8192))
             try:
-                ds = LMDBSerializer.load(dst, shuffle=bool(seed % 3))
+                ds = LMDBSerializer.load(dst, shuffle=bool(seed % 2))
                 ds.reset_state()
                 list(ds)
                 print("read", seed)
-            except (ValueError, KeyError) as e:  # KeyError: a key of __keys__ is gone from the damaged tree
+            except (ValueError, KeyError) as e:  # KeyError: a key of __keys__ is gone from the tree
                 assert dst in str(e), e
                 print("error", seed)
     """)
     assert r.returncode == 0, (r.returncode, r.stderr[-1500:])
-    lines = r.stdout.split()
-    assert lines.count("error") >= 6  # every whole-page garbage case at least
+    assert r.stdout.split().count("error") == 8, r.stdout
 
 
 def test_damaged_tfrecord_names_file_and_record(tmp_path):
