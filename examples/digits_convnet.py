@@ -1,13 +1,20 @@
 #!/usr/bin/env python
-"""The main job: train a small convnet on scikit-learn's bundled 8x8 digits (no download).
+"""The main job: train a small convnet on the 8x8 handwritten digits shipped in examples/data.
 
     python examples/digits_convnet.py [--logdir train_log/digits] [--max-epoch 25]
 
 Uses the default callbacks and monitors (progress bar, summaries, TensorBoard events,
 stats.json, printed scalars) plus validation every epoch (InferenceRunner), checkpoints
 (ModelSaver), the best model by validation error (MinSaver), a learning-rate schedule and early
-stopping. Ends with the validation error (target: under 5%). Resumes where it stopped when run
-again with the same --logdir (AutoResumeTrainConfig).
+stopping. Ends with the validation error (target: under 5%) and where the outputs are: the log
+directory holds log.log, stats.json, the TensorBoard events, the checkpoints (model-<step>) and the
+best model (min-val-error.tfmodel); look at it with `trainbus show <logdir> --plot curves.png` or
+`tensorboard --logdir <logdir>`. Resumes where it stopped when run again with the same --logdir
+(AutoResumeTrainConfig). Needs only a ``trainbus[standard]`` install (EarlyStopping comes with it).
+
+The data, examples/data/digits.npz, is the test part of the UCI "Optical Recognition of
+Handwritten Digits" set (1797 images of 8x8 counts 0..16 and their labels; see
+examples/data/README.md for its source and license).
 """
 
 from __future__ import annotations
@@ -19,7 +26,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from sklearn.datasets import load_digits  # noqa: E402
 
 from trainbus.callbacks import (  # noqa: E402
     ClassificationError, EarlyStopping, InferenceRunner, MinSaver, ModelSaver, ScalarStats, ScheduledHyperParamSetter)
@@ -59,10 +65,13 @@ class DigitsConvNet(ModelDesc):
         return tf1.train.AdamOptimizer(lr)
 
 
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "digits.npz")
+
+
 def get_data():
-    digits = load_digits()
-    images = (digits.images / 16.0).astype("float32")[..., np.newaxis]
-    labels = digits.target.astype("int32")
+    with np.load(DATA) as digits:
+        images = (digits["images"] / 16.0).astype("float32")[..., np.newaxis]
+        labels = digits["labels"].astype("int32")
     order = np.random.RandomState(42).permutation(len(labels))
     images, labels = images[order], labels[order]
     n_val = 300
@@ -99,7 +108,8 @@ def main(argv=None) -> float:
     history = trainer.monitors.get_history("val-error")
     best = min(v for _, v in history)
     print(f"validation error: last {history[-1][1]:.4f}, best {best:.4f} "
-          f"(logs, checkpoints, stats.json and TensorBoard events in {args.logdir})")
+          f"(logs, checkpoints, stats.json and TensorBoard events in {args.logdir}; "
+          f"look at them with: trainbus show {args.logdir} --plot curves.png)")
     return best
 
 

@@ -41,8 +41,6 @@ if [ "$JOB" != "example" ]; then
 fi
 echo "== installing trainbus (core) and the plugins under plugins/ (editable)"
 pipq --no-build-isolation -e core "${plugins[@]}"
-# the example's dataset (scikit-learn's bundled 8x8 digits: no download)
-pipq "scikit-learn>=1.3"
 case "$JOB" in
   example)
     exec "$VPY" examples/digits_convnet.py ;;
