@@ -54,7 +54,7 @@ def tp_lmdb_save(path, values, keys_value, write_frequency=2):
     db = lmdb.open(path, subdir=isdir, map_size=1 << 30, readonly=False, meminit=False, map_async=True)
     txn = db.begin(write=True)
     for idx, v in enumerate(values):
-        txn.put("{:08}".format(idx).encode("ascii"), v)
+        txn.put(f"{idx:08}".encode("ascii"), v)
         if (idx + 1) % write_frequency == 0:
             txn.commit()
             txn = db.begin(write=True)
@@ -66,7 +66,7 @@ def tp_lmdb_save(path, values, keys_value, write_frequency=2):
 
 
 def tp_keys(n):
-    return ["{:08}".format(k).encode("ascii") for k in range(n)]
+    return [f"{k:08}".encode("ascii") for k in range(n)]
 
 
 def read_all(ds):
@@ -330,6 +330,18 @@ def test_npz_written_by_tensorpack_loads(tmp_path):
     arr[:] = ragged
     np.savez_compressed(str(tmp_path / "ragged.npz"), buffer=arr)
     assert_same(read_all(NumpySerializer.load(str(tmp_path / "ragged.npz"), shuffle=False)), ragged)
+
+
+def test_damaged_npz_names_the_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(pickle.dumps([Payload()]))  # not a zip: never handed to np.load's pickle fallback
+    with pytest.raises(ValueError, match=r"NumpySerializer.load: .*bad\.npz is not an \.npz file"):
+        NumpySerializer.load(str(bad))
+    assert not (tmp_path / "pwned").exists()
+    np.savez_compressed(str(tmp_path / "other.npz"), data=np.zeros(2))
+    with pytest.raises(ValueError, match=r"other\.npz is not a readable NumpySerializer file \(KeyError"):
+        NumpySerializer.load(str(tmp_path / "other.npz"))
 
 
 def test_hdf5_written_by_tensorpack_loads(tmp_path):

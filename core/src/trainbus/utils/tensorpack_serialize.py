@@ -172,7 +172,7 @@ class _RestrictedUnpickler(pickle.Unpickler):
                 module = _compat_pickle.IMPORT_MAPPING[module]
         get = _SAFE_GLOBALS.get((module, name))
         if get is None and module.startswith("numpy.dtypes") and name.endswith("DType"):
-            get = lambda: _np_attr(module, name)  # noqa: E731  (NumPy 2 dtype classes)
+            get = lambda: _np_attr(module, name)  # NumPy 2 dtype classes
         if get is None:
             raise pickle.UnpicklingError(
                 f"the pickled datapoint refers to {module}.{name}, which is not a NumPy, built-in or standard "

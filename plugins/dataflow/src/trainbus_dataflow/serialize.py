@@ -331,10 +331,16 @@ class NumpySerializer:
         """
         if not os.path.isfile(path):
             raise FileNotFoundError(f"NumpySerializer.load: the file {path} does not exist")
+        import zipfile
+
+        # np.load would unpickle a file that is no .npz at all: only zip archives are opened
+        if not zipfile.is_zipfile(path):
+            raise ValueError(f"NumpySerializer.load: {path} is not an .npz file (no zip archive); it is damaged or "
+                             "of another format")
         try:
             with np.load(path, allow_pickle=True) as npz:
                 arr = npz["buffer"]
-        except (OSError, ValueError, KeyError, EOFError) as e:
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
             raise ValueError(f"NumpySerializer.load: {path} is not a readable NumpySerializer file "
                              f"({type(e).__name__}: {e})") from None
         if arr.ndim >= 2:
