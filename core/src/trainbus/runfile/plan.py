@@ -206,11 +206,13 @@ class RunPlan:
                 ckpt_dir = _checkpoint_dir_of(callbacks, logger.get_logger_dir())
                 # resumed past max_epoch: a finished run (told apart from a file whose own
                 # starting_epoch is past max_epoch, which the file's check reports)
-                config = AutoResumeTrainConfig(always_resume=True, checkpoint_dir=ckpt_dir,
-                                               **{**kw, "max_epoch": max(max_epoch, _FAR)})
+                with _held_info_lines() as held:  # "Will load checkpoint ...": said only if the run trains
+                    config = AutoResumeTrainConfig(always_resume=True, checkpoint_dir=ckpt_dir,
+                                                   **{**kw, "max_epoch": max(max_epoch, _FAR)})
                 if config.starting_epoch > max_epoch:
                     raise _Finished(FinishedRun(self.filename, logger.get_logger_dir(), config.starting_epoch - 1,
                                                 max_epoch))
+                held.replay()
                 config.max_epoch = max_epoch
             else:
                 config = TrainConfig(**kw)
@@ -266,6 +268,35 @@ def _logdir_fate(loop: dict[str, Any]) -> str:
                 f"(epoch {last}), so training does nothing; raise max_epoch to go on")
     where = f"after epoch {last}" if last is not None else "from its newest checkpoint"
     return f"not empty; kept (logdir_action = \"k\"): the run resumes {where}"
+
+
+class _held_info_lines:
+    """Hold back the trainbus logger's INFO lines (warnings pass) until :meth:`replay`; lines
+    not replayed are dropped."""
+
+    def __enter__(self) -> "_held_info_lines":
+        import logging
+
+        self.log = logging.getLogger("trainbus")
+        self.records: list[Any] = []
+
+        def hold(record: Any) -> bool:
+            if record.levelno <= logging.INFO:
+                self.records.append(record)
+                return False
+            return True
+
+        self.filter = hold
+        self.log.addFilter(hold)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.log.removeFilter(self.filter)
+
+    def replay(self) -> None:
+        for record in self.records:
+            self.log.handle(record)
+        self.records = []
 
 
 _FAR = 2 ** 31 - 1  # a max_epoch no resumed run is past
