@@ -1,0 +1,105 @@
+"""QueueInput records the statistic ``QueueInput/queue_size``, as tensorpack does: a moving
+average (decay 0.5) of the queue's size, updated at every step and written with the other
+summaries at the end of each epoch. Sources without a queue of their own record none."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from trainbus.callbacks import Callback
+from trainbus.dataflow import DataFlow
+from trainbus.input_source import FeedInput, QueueInput, StagingInput, ZMQInput
+from trainbus.testing import RecordingMonitor, TinyModel, tiny_dataflow
+from trainbus.train import SimpleTrainer, TrainConfig, launch_train_with_config
+
+tf1 = tf.compat.v1
+STEPS = 8
+
+
+def _train(src, callbacks=(), max_epoch=2):
+    mon = RecordingMonitor()
+    trainer = SimpleTrainer()
+    # the default extra callbacks: MergeAllSummaries writes the summaries at each epoch's end
+    launch_train_with_config(TrainConfig(model=TinyModel(), data=src, max_epoch=max_epoch, steps_per_epoch=STEPS,
+                                         callbacks=list(callbacks), monitors=[mon]), trainer)
+    return trainer, mon
+
+
+def _queue_stats(mon):
+    return [(v, step) for name, v, step in mon.scalars if name == "QueueInput/queue_size"]
+
+
+class EmaEachStep(Callback):
+    """The value of the moving average's variable after every step."""
+
+    def _setup_graph(self):
+        self._ema = [v for v in tf1.global_variables() if v.op.name == "EMA/QueueInput/queue_size"][0]
+        self.values = []
+
+    def _trigger_step(self):
+        self.values.append(float(self.trainer.sess.run(self._ema)))
+
+
+@pytest.mark.parametrize("wrap", [False, True], ids=["QueueInput", "StagingInput"])
+def test_queue_input_records_the_moving_average_of_its_size_each_epoch(logdir, wrap):
+    src = QueueInput(tiny_dataflow())
+    ema = EmaEachStep()
+    trainer, mon = _train(StagingInput(src) if wrap else src, callbacks=[ema])
+    stats = _queue_stats(mon)
+    assert [step for _, step in stats] == [STEPS, 2 * STEPS]
+    # the dataflow is faster than the model: the queue (capacity 50) is nearly full
+    assert all(0 < v <= 50 for v, _ in stats)
+    assert stats[-1][0] > 20
+    assert trainer.monitors.get_history("QueueInput/queue_size") == [(s, v) for v, s in stats]
+    # updated at every step, not only when the summary is written
+    assert len(ema.values) == 2 * STEPS and len(set(ema.values)) > 2
+
+
+class Slow(DataFlow):
+    """A dataflow slower than the model: each datapoint waits for the step before it."""
+
+    def __init__(self):
+        self.df = tiny_dataflow()
+        self.go = threading.Semaphore(1)
+        self.src = None
+
+    def __len__(self):
+        return len(self.df)
+
+    def __iter__(self):
+        for dp in self.df:
+            while not self.go.acquire(timeout=0.05):
+                if self.src.thread.stopped():   # training ended: let the enqueue thread finish
+                    return
+            yield dp
+
+
+class Release(Callback):
+    def __init__(self, df):
+        self.df = df
+
+    def _trigger_step(self):
+        self.df.go.release()
+
+
+def test_an_empty_queue_shows_as_a_small_size(logdir):
+    """A dataflow that produces one datapoint per step keeps the queue near empty."""
+    df = Slow()
+    df.src = QueueInput(df)
+    trainer, mon = _train(df.src, callbacks=[Release(df)])
+    stats = _queue_stats(mon)
+    assert len(stats) == 2 and all(v < 2.0 for v, _ in stats)
+
+
+def test_sources_without_their_own_queue_record_no_queue_size(logdir, tmp_path):
+    trainer, mon = _train(FeedInput(tiny_dataflow()))
+    assert _queue_stats(mon) == [] and mon.scalars   # other statistics are written
+    # ZMQInput reads through a queue too, but like tensorpack's it records no queue_size
+    with tf.Graph().as_default():
+        cbs = ZMQInput(f"ipc://{tmp_path}/pipe", hwm=4).setup(TinyModel().inputs())
+    assert [str(cb) for cb in cbs] == ["QueueInputCallback"]
+    assert not np.isnan(mon.scalars[0][1])
