@@ -234,6 +234,53 @@ def test_contrib_pieces_go_to_their_maintained_homes(tmp_path):
     assert any("TF_USE_LEGACY_KERAS=1" in r for r in report.runtime)
 
 
+CONTRIB_IMPORTS = """\
+    import tensorflow as tf
+    from tensorflow.contrib import rnn
+    from tensorflow.contrib.layers import xavier_initializer, conv2d
+    from tensorflow.contrib.rnn import LSTMCell, MultiRNNCell
+    import tensorflow.contrib.layers as layers
+    from tensorflow.contrib import slim
+    cell = rnn.BasicLSTMCell(3)
+    outs = rnn.static_rnn(cell, [], dtype=tf.float32)
+"""
+
+CONTRIB_IMPORTS_PORTED = """\
+    import tensorflow as tf
+    from tensorflow.compat.v1.nn import rnn_cell as rnn
+    from tf_slim import xavier_initializer, conv2d
+    from tensorflow.compat.v1.nn.rnn_cell import LSTMCell, MultiRNNCell
+    import tf_slim as layers
+    import tf_slim as slim
+    cell = rnn.BasicLSTMCell(3)
+    outs = tf.compat.v1.nn.static_rnn(cell, [], dtype=tf.float32)
+"""
+
+
+def test_contrib_import_statements_go_to_their_maintained_homes(tmp_path):
+    out, report = _port_one(tmp_path, CONTRIB_IMPORTS)
+    assert out.split("\n", 2)[2] == textwrap.dedent(CONTRIB_IMPORTS_PORTED)  # after the Keras 2 lines
+    assert report.exit_code == 0, report.problems
+    assert report.files[0].route == "keep"
+    assert set(report.packages) == {"tf_slim", "tf_keras"}
+
+
+def test_importing_the_port_imports_no_tensorflow(tmp_path):
+    """``import trainbus.port`` and porting a file without TensorFlow never import TensorFlow."""
+    _tree(tmp_path / "src", {"a.py": IMPORTS})
+    code = textwrap.dedent(f"""
+        import sys
+        sys.modules['tensorflow'] = None
+        from trainbus.port import port_tree
+        r = port_tree({str(tmp_path / 'src')!r}, {str(tmp_path / 'dst')!r})
+        assert r.exit_code == 0 and len(r.changes) == 9, r
+        print('OK', [m for m in sys.modules if m.startswith('tensorflow') and sys.modules[m] is not None])
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == "OK []"
+
+
 def test_contrib_on_the_upgrade_route_is_written_against_tf_compat_v1(tmp_path):
     text = """\
         import tensorflow as tf

@@ -61,7 +61,7 @@ class FileResult:
         after = {k: list(v) for k, v in self.after.items()}
         if env and ENV_MARK not in self.text:
             after.setdefault(self.first_stmt_line - 1, []).insert(0, (
-                f"import os  # trainbus port: TensorFlow's Keras 2 (package tf_keras) for tf.layers / tf.keras{nl}"
+                f"import os  # trainbus port: Keras 2 (package tf_keras) for tf.layers / tf.keras / tf.nn.rnn_cell{nl}"
                 f'os.environ.setdefault("{ENV_MARK}", "1")',
                 "sets TF_USE_LEGACY_KERAS=1 before TensorFlow is imported: tf.layers / tf.keras need Keras 2 "
                 "(tf_keras) in graph mode"))
@@ -87,7 +87,7 @@ class FileResult:
                 for ln in text.splitlines():
                     inserted[ln.strip()] = why
         if env:
-            inserted["import os  # trainbus port: TensorFlow's Keras 2 (package tf_keras) for tf.layers / tf.keras"] = \
+            inserted["import os  # trainbus port: Keras 2 (package tf_keras) for tf.layers / tf.keras / tf.nn.rnn_cell"] = \
                 "sets TF_USE_LEGACY_KERAS=1 before TensorFlow is imported (tf.layers / tf.keras need Keras 2)"
             inserted[f'os.environ.setdefault("{ENV_MARK}", "1")'] = "(same)"
         out: list[Change] = []
@@ -116,6 +116,7 @@ class _Porter:
     def __init__(self, rel: str, text: str) -> None:
         self.rel = rel
         self.res = FileResult(rel, text, text, "none", "no TensorFlow import")
+        self._routes: dict[str, str] = {}
 
     # -- helpers ---------------------------------------------------------------------------
     def problem(self, line: int, construct: str, reason: str, suggestion: str) -> None:
@@ -375,6 +376,8 @@ class _Porter:
     def contrib(self, routes: dict[str, str]) -> None:
         from trainbus.port import _tfup
 
+        self._routes = routes
+
         tree, lines, toks, offs = self.parse()
         edits: list[Edit] = []
         need_slim = False
@@ -434,7 +437,7 @@ class _Porter:
                                  sub, "replace it by core TensorFlow (tf.compat.v1) code or keep a copy of it"))
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
-                need_slim |= self.contrib_import(lines, toks, offs, node, edits)
+                self.contrib_import(lines, toks, offs, node, edits)  # binds its own names: no `import tf_slim`
         self.edit(edits)
         # TensorFlow's own tf.contrib rules, for what is left (only on the name `tf`)
         tree = ast.parse(self.res.text)
@@ -465,6 +468,12 @@ class _Porter:
             self.res.after.setdefault(where, []).append((f"{indent}import tf_slim",
                                                          "imports tf_slim, the home of the tf.contrib pieces used"))
 
+    def _any_v1_prefix(self) -> str | None:
+        """How this file can write a tf.compat.v1 name (after its route), or None."""
+        for name, route in self._routes.items():
+            return f"{name}." if route in ("v1", "compat") else f"{name}.compat.v1."
+        return None
+
     def rnn_alias(self, tree: ast.Module, lines: Lines, node: ast.AST, root: str, parent: ast.AST | None,
                   v1: str, edits: list[Edit]) -> None:
         if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)):
@@ -475,17 +484,25 @@ class _Porter:
         s, e = self.span(lines, node)
         edits.append(Edit(s, e, f"{v1}nn.rnn_cell", node.lineno,  # type: ignore[attr-defined]
                           "tf.contrib.rnn -> tf.nn.rnn_cell (TF 1's cells live on there)"))
+        self.rnn_uses(tree, lines, alias, v1, edits)
+
+    def rnn_uses(self, tree: ast.Module, lines: Lines, alias: str, v1: str | None, edits: list[Edit]) -> None:
+        """Uses ``alias.X`` of a name now bound to ``tf.compat.v1.nn.rnn_cell`` (was ``tf.contrib.rnn``)."""
         for use, _, parts, _ in self.chains(tree, {alias}):
             x = parts[0]
             us, ue = self.span(lines, use)
             attr_end = us + len(alias) + 1 + len(x)
             if x in _tables.RNN_CELL:
                 continue
-            if x in _tables.RNN_NN:
+            if x in _tables.RNN_NN and v1 is not None:
                 edits.append(Edit(us, attr_end, f"{v1}nn.{x}", use.lineno, f"tf.contrib.rnn.{x} -> tf.nn.{x}"))
             elif x in _tables.RNN_REPLACED:
                 new, note = _tables.RNN_REPLACED[x]
                 edits.append(Edit(us, attr_end, f"{alias}.{new}", use.lineno, note))
+            elif x in _tables.RNN_NN:
+                self.problem(use.lineno, f"{alias}.{x} (tf.contrib.rnn.{x})", "it moved to tf.compat.v1.nn and this "
+                             "file has no TensorFlow name to write it with", f"import tensorflow.compat.v1 as tf and "
+                             f"write tf.nn.{x}")
             else:
                 self.problem(use.lineno, f"{alias}.{x} (tf.contrib.rnn.{x})", "tf.contrib.rnn is gone and this member "
                              "has no maintained home", "use a cell of tf.compat.v1.nn.rnn_cell (LSTMCell, GRUCell, ...)")
@@ -508,6 +525,33 @@ class _Porter:
                 edits.append(Edit(s, e, f"import tf_slim as {node.names[0].asname or 'slim'}", node.lineno,
                                   "tensorflow.contrib.slim -> tf_slim"))
                 return True
+            names = [a.name for a in node.names]
+            if mod in ("tensorflow.contrib.layers", "tensorflow.contrib.framework") and \
+                    all(n in _tables.TF_SLIM for n in names):
+                s, e, _ = spans[0]
+                edits.append(Edit(s, e, "tf_slim", node.lineno, f"{mod} -> tf_slim"))
+                return False
+            if mod == "tensorflow.contrib.rnn" and all(n in _tables.RNN_CELL for n in names):
+                s, e, _ = spans[0]
+                edits.append(Edit(s, e, "tensorflow.compat.v1.nn.rnn_cell", node.lineno,
+                                  "tensorflow.contrib.rnn -> tf.nn.rnn_cell (TF 1's cells live on there)"))
+                return False
+            if mod == "tensorflow.contrib.rnn" and all(n in _tables.RNN_NN for n in names):
+                s, e, _ = spans[0]
+                edits.append(Edit(s, e, "tensorflow.compat.v1.nn", node.lineno, "tensorflow.contrib.rnn -> tf.nn"))
+                return False
+            if mod == "tensorflow.contrib" and len(names) == 1 and names[0] in ("layers", "framework"):
+                s, e = self.span(lines, node)
+                edits.append(Edit(s, e, f"import tf_slim as {node.names[0].asname or names[0]}", node.lineno,
+                                  f"tensorflow.contrib.{names[0]} -> tf_slim"))
+                return False
+            if mod == "tensorflow.contrib" and names == ["rnn"]:
+                alias = node.names[0].asname or "rnn"
+                s, e = self.span(lines, node)
+                edits.append(Edit(s, e, f"from tensorflow.compat.v1.nn import rnn_cell as {alias}", node.lineno,
+                                  "tensorflow.contrib.rnn -> tf.nn.rnn_cell (TF 1's cells live on there)"))
+                self.rnn_uses(ast.parse(self.res.text), lines, alias, self._any_v1_prefix(), edits)
+                return False
             sub = (mod.split(".") + [node.names[0].name])[2]
             self.problem(node.lineno, f"from {mod} import ...", f"tensorflow.contrib.{sub} is gone in TensorFlow 2",
                          _tables.CONTRIB_NO_HOME.get(sub, "import its maintained home (tf_slim, tf.compat.v1.nn.rnn_cell, "
@@ -515,6 +559,15 @@ class _Porter:
             return False
         for (s, e, name), a in zip(spans, node.names):
             if not name.startswith("tensorflow.contrib"):
+                continue
+            if name == "tensorflow.contrib.rnn" and a.asname:
+                edits.append(Edit(s, e, "tensorflow.compat.v1.nn.rnn_cell", node.lineno,
+                                  "tensorflow.contrib.rnn -> tf.nn.rnn_cell (TF 1's cells live on there)"))
+                self.rnn_uses(ast.parse(self.res.text), lines, a.asname, self._any_v1_prefix(), edits)
+                continue
+            if name in ("tensorflow.contrib.layers", "tensorflow.contrib.framework") and a.asname:
+                edits.append(Edit(s, e, "tf_slim", node.lineno, f"{name} -> tf_slim"))
+                slim = True
                 continue
             if name.startswith("tensorflow.contrib.slim") and a.asname:
                 edits.append(Edit(s, e, "tf_slim" + name[len("tensorflow.contrib.slim"):], node.lineno,
@@ -561,7 +614,7 @@ class _Porter:
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for (s, e, name), a in zip(self.import_spans(lines, toks, offs, node), node.names):
-                    if name.startswith("tensorflow.keras"):
+                    if name.startswith(("tensorflow.keras", "tensorflow.compat.v1.nn.rnn_cell")):
                         self.res.keras2.append((node.lineno, name))
                     elif name == "keras" or name.startswith("keras."):
                         edits.append(Edit(s, e, "tf_keras" + name[5:] + ("" if a.asname or "." in name else " as keras"),
@@ -572,7 +625,9 @@ class _Porter:
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 mod = node.module
                 if (mod == "tensorflow" and any(a.name == "keras" for a in node.names)) or \
-                        mod.startswith(("tensorflow.keras", "tf_keras", "trainbus.contrib.keras")) or \
+                        mod.startswith(("tensorflow.keras", "tf_keras", "trainbus.contrib.keras",
+                                        "tensorflow.compat.v1.nn.rnn_cell")) or \
+                        (mod == "tensorflow.compat.v1.nn" and any(a.name == "rnn_cell" for a in node.names)) or \
                         (mod == "trainbus.contrib" and any(a.name == "keras" for a in node.names)):
                     self.res.keras2.append((node.lineno, f"from {mod} import ..."))
                 elif mod == "keras" or mod.startswith("keras."):
