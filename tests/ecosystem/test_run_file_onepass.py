@@ -73,7 +73,10 @@ def test_a_type_error_and_three_constructor_mistakes_in_one_report(rundir) -> No
 def test_fixing_the_reported_mistakes_leaves_none(rundir) -> None:
     p = rundir / "four.toml"
     p.write_text(FOUR.replace('"x"', "2").replace("-1", "5").replace("[[3, 0.01], [1, 0.1]]", "[[1, 0.1], [3, 0.01]]")
-                 .replace('"two"', "2"))
+                 .replace('"two"', "2")
+                 # the ModelSavers need a log directory to write into (else the check says so)
+                 .replace("steps_per_epoch = 4", f'steps_per_epoch = 4\nlogdir = "{rundir / "log"}"\n'
+                                                 'logdir_action = "k"'))
     plan = load_run_file(p)
     assert [c.name for c in plan.callbacks] == ["ModelSaver", "PeriodicTrigger", "ScheduledHyperParamSetter"]
 
@@ -146,11 +149,16 @@ def test_dry_run_says_what_happens_to_the_log_directory(rundir) -> None:
     text = (HERE / "valid.toml").read_text().replace("LOGDIR", str(log))
     p.write_text(text)
     out = load_run_file(p).dry_run()
-    assert f"{log} (if not empty: k; resume from its newest checkpoint; acted on when training starts)" in out
+    assert f"{log}: does not exist; created when training starts" in out
+    assert not log.exists()
+    log.mkdir()
+    (log / "old.txt").write_text("x")
+    out = load_run_file(p).dry_run()
+    assert f'{log}: not empty; kept (logdir_action = "k"): the run resumes from its newest checkpoint' in out
     p.write_text(text.replace('logdir_action = "k"', 'logdir_action = "d"\nresume = false'))
     out = load_run_file(p).dry_run()
-    assert f"{log} (if not empty: d; start over; acted on when training starts)" in out
-    assert not log.exists()
+    assert f'{log}: not empty; its content is deleted when training starts (logdir_action = "d")' in out
+    assert sorted(x.name for x in log.iterdir()) == ["old.txt"]
 
 
 def test_values_of_the_wrong_type_for_annotated_parameters(rundir) -> None:
@@ -270,7 +278,8 @@ def test_bad_state_keys_are_reported_with_the_other_mistakes(rundir, how) -> Non
     from trainbus.config_file import train_from_file
 
     p = rundir / "keys.toml"
-    p.write_text(STATE_KEYS)
+    # [train] is the last table: a log directory for its savers (else the check reports them too)
+    p.write_text(STATE_KEYS + f'logdir = "{rundir / "log"}"\nlogdir_action = "k"\n')
     if how == "load":
         problems = _problems(p)
     else:
