@@ -25,6 +25,43 @@ def _datapoint_mismatch(who: str, ds: Any, dp: Any, placehdrs: list[Any]) -> str
     return explain_datapoint(who, ds, dp, inputs_of(placehdrs))
 
 
+def _as_error(e: BaseException, ds: Any) -> Exception:
+    """An ``Exception`` for what ended the input thread (``DataFlowTerminated`` is a
+    ``BaseException``, which a command line would show as a bare traceback)."""
+    err = RuntimeError(f"QueueInput: the dataflow {type(ds).__name__} stopped producing data: "
+                       f"{type(e).__name__}: {e}")
+    err.__cause__ = e
+    return err
+
+
+class _StopWatch(threading.Thread):
+    """Closes the queue once the trainer was asked to stop (a signal): a step waiting on an empty
+    queue (a stalled dataflow) then ends at once, and the stop stays graceful (every
+    ``after_train`` runs, the final checkpoint is written). Wakes twice a second; nothing per step."""
+
+    def __init__(self, thread: _EnqueueThread, trainer: Any) -> None:
+        super().__init__(name="QueueInput-StopWatch", daemon=True)
+        self._thread = thread
+        self._trainer = trainer
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        while not self._done.wait(0.5):
+            if getattr(self._trainer, "_stop_reason", None) is not None:
+                t = self._thread
+                t.stop()  # what the dataflow raises from now on is no failure
+                try:
+                    t.sess.run(t.close_op)
+                except Exception:  # noqa: BLE001 - the session may be closing already
+                    pass
+                return
+
+    def stop(self) -> None:
+        self._done.set()
+        if self is not threading.current_thread():
+            self.join(timeout=5)
+
+
 class _EnqueueThread(threading.Thread):
     #: the input source, as its errors name it
     who = "QueueInput"
@@ -58,10 +95,14 @@ class _EnqueueThread(threading.Thread):
                     raise ValueError(why) from e
         except (tf.errors.CancelledError, tf.errors.OutOfRangeError):
             pass
-        except Exception as e:  # noqa: BLE001 - handed to the trainer, which re-raises it
+        except BaseException as e:  # noqa: BLE001 - handed to the trainer, which raises it (failure())
+            # a dead, failed or stalled dataflow worker included (DataFlowTerminated is no Exception)
             if not self._stop_evt.is_set():
+                if not isinstance(e, Exception):
+                    e = _as_error(e, self.ds)
                 self.exception = e
-                logger.error(f"QueueInput: the input thread failed: {type(e).__name__}: {e}")
+                logger.warning(f"QueueInput: the input thread stopped with {type(e).__name__}; the queue is closed "
+                               "and training stops with that error")
         finally:
             try:
                 if not self.sess._closed:
@@ -82,8 +123,13 @@ class _QueueCallback(Callback):
 
     def _before_train(self) -> None:
         self._src._start(self.trainer.sess)
+        self._watch = _StopWatch(self._src.thread, self.trainer)
+        self._watch.start()
 
     def _after_train(self) -> None:
+        watch = getattr(self, "_watch", None)
+        if watch is not None:
+            watch.stop()
         self._src._stop()
 
     def __str__(self) -> str:
@@ -168,7 +214,15 @@ class QueueInput(FeedInput, FeedfreeInput):
         t.join(timeout=10)
 
     def failure(self) -> BaseException | None:
-        return self.thread.exception if self.thread is not None else None
+        """What ended the input thread (a dataflow error, a dead, failing or stalled worker), or
+        None when it stopped because training stopped; the trainer raises it when the queue
+        runs dry (``OutOfRangeError``)."""
+        t = self.thread
+        if t is None:
+            return None
+        if t.exception is None and t.is_alive() and not t.stopped():
+            t.join(timeout=1.0)  # the queue was closed by the thread, which is still recording why
+        return t.exception
 
     def _get_callbacks(self) -> list[Callback]:
         return [_QueueCallback(self), _QueueSizeStat(self)]

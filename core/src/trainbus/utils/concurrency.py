@@ -28,7 +28,8 @@ from trainbus.utils import logger
 from trainbus.utils.argtools import log_once
 
 __all__ = ["StoppableThread", "LoopThread", "ShareSessionThread", "ensure_proc_terminate", "start_proc_mask_signal",
-           "mask_sigint", "enable_death_signal", "subproc_call", "OrderedResultGatherProc", "OrderedContainer", "DIE"]
+           "mask_sigint", "enable_death_signal", "subproc_call", "OrderedResultGatherProc", "OrderedContainer", "DIE",
+           "describe_exit", "process_state"]
 
 
 class StoppableThread(threading.Thread):
@@ -215,6 +216,46 @@ def enable_death_signal(_warn: bool = True) -> None:
         if _warn:
             log_once(f"enable_death_signal: prctl failed ({e}); this process will not be killed automatically "
                      "if its parent dies", "warning")
+
+
+def describe_exit(exitcode: int | None) -> str:
+    """How a ``multiprocessing`` child ended, in words: ``"exit status 3"``, ``"killed by signal
+    SIGKILL (9)"`` (a negative exit code is the signal), ``"still running"`` for None."""
+    if exitcode is None:
+        return "still running"
+    if exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = "an unknown signal"
+        return f"killed by signal {name} ({-exitcode})"
+    return f"exit status {exitcode}"
+
+
+def process_state(pid: int | None) -> str:
+    """What process ``pid`` is doing, for an error message: ``"is stopped (SIGSTOP or SIGTSTP)"``,
+    ``"is running"``, ``"is sleeping"``, ``"has exited"``... (from ``/proc`` on Linux; elsewhere
+    only whether it exists)."""
+    if pid is None:
+        return "was never started"
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0].decode()
+    except (OSError, IndexError):
+        import os
+
+        if os.name != "posix":  # os.kill(pid, 0) would terminate it on Windows
+            return "is alive or gone (unknown on this platform)"
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return "has exited"
+        except OSError:
+            pass
+        return "is alive"
+    return {"T": "is stopped (SIGSTOP or SIGTSTP)", "t": "is stopped by a debugger", "R": "is running",
+            "S": "is sleeping (waiting on something)", "D": "is in an uninterruptible wait (disk, network file system)",
+            "Z": "has exited (not yet reaped)", "X": "has exited"}.get(state, f"is in state {state}")
 
 
 def is_main_thread() -> bool:

@@ -13,8 +13,19 @@ Worker processes:
   parent dies, even by SIGKILL (Linux, ``prctl(PR_SET_PDEATHSIG)``);
 * are terminated and reaped when the parent exits, when the dataflow is garbage collected,
   when ``close()`` is called, and when ``reset_state()`` is called again (which starts new ones);
+* are watched by a thread of the parent that sleeps on their process sentinels: the first one
+  to die (killed, out of memory, ``os._exit``) makes the consumer raise :class:`WorkerDiedError`
+  naming it, its pid and its exit status or signal, and stops the others;
 * that raise send the traceback to the parent, which stops the other workers and raises an
-  exception of the same type whose message holds the worker's traceback.
+  exception of the same type (rebuilt only from modules the parent has imported already; else a
+  :class:`WorkerFailedError` carrying the type's name) whose message holds the worker's traceback;
+* that produce nothing for ``stall_timeout`` seconds while the consumer waits (default 300, or
+  ``$TRAINBUS_DATAFLOW_STALL_TIMEOUT``; 0 turns the watchdog off) make it raise
+  :class:`WorkerStalledError`, which says which workers are stopped (e.g. by SIGSTOP).
+
+The ZMQ pipes are Unix sockets in a fresh directory only the owner can enter (mode 0700,
+under ``$TRAINBUS_PIPEDIR`` or the temp directory), removed when the dataflow is closed or the
+process exits: another local user can neither connect nor inject datapoints.
 """
 
 from __future__ import annotations
@@ -22,17 +33,17 @@ from __future__ import annotations
 import atexit
 import builtins
 import errno
-import importlib
 import itertools
 import multiprocessing as mp
 import os
 import queue
 import signal
+import shutil
 import sys
 import tempfile
 import threading
+import time
 import traceback
-import uuid
 import weakref
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
@@ -41,18 +52,81 @@ import numpy as np
 import zmq
 
 from trainbus.utils import logger
-from trainbus.utils.concurrency import StoppableThread, enable_death_signal, ensure_proc_terminate, \
-    start_proc_mask_signal
+from trainbus.utils.concurrency import StoppableThread, describe_exit, enable_death_signal, ensure_proc_terminate, \
+    process_state, start_proc_mask_signal
 from trainbus.utils.serialize import dumps, loads
 from trainbus_dataflow.base import DataFlow, DataFlowReentrantGuard, DataFlowTerminated, ProxyDataFlow
 
 __all__ = ["MultiProcessRunner", "MultiProcessRunnerZMQ", "MultiThreadRunner", "PrefetchData", "PrefetchDataZMQ",
-           "MultiProcessPrefetchData", "MultiThreadPrefetchData"]
+           "MultiProcessPrefetchData", "MultiThreadPrefetchData", "DataWorkerError", "WorkerDiedError",
+           "WorkerFailedError", "WorkerStalledError", "STALL_TIMEOUT_ENV", "DEFAULT_STALL_TIMEOUT"]
 
 #: the first frame of a two-frame ZMQ message that carries a worker's exception instead of a datapoint
 EXC_MARK = b"trainbus-dataflow-exception"
-#: how long (ms) the parent waits for a message before it checks that its workers are alive
+#: the first frame of a two-frame ZMQ message, sent by the parent's watch thread, that says a worker died
+DIED_MARK = b"trainbus-dataflow-worker-died"
+#: how long (ms) the consumer waits for a message before it looks at the stall watchdog
 _LIVENESS_POLL_MS = 500
+#: the environment variable that sets the default stall timeout (seconds; 0 turns the watchdog off)
+STALL_TIMEOUT_ENV = "TRAINBUS_DATAFLOW_STALL_TIMEOUT"
+#: seconds the workers may produce nothing while the consumer waits, unless configured
+DEFAULT_STALL_TIMEOUT = 300.0
+
+
+class DataWorkerError(RuntimeError, DataFlowTerminated):
+    """A worker process of a parallel dataflow died, failed or stalled; the dataflow stopped its
+    other workers. An ``Exception`` (a trainer reports it as the error it is) and, for code written
+    for tensorpack, a ``DataFlowTerminated``."""
+
+
+class WorkerDiedError(DataWorkerError):
+    """A worker process ended (killed by a signal, out of memory, ``os._exit``) without reporting
+    an exception; the message names the dataflow, the worker, its pid and its exit status or signal.
+
+    :ivar pid: the worker's process id.
+    :ivar exitcode: ``multiprocessing``'s exit code (negative: the signal number).
+    """
+
+    def __init__(self, msg: str, pid: int | None = None, exitcode: int | None = None) -> None:
+        super().__init__(msg)
+        self.pid = pid
+        self.exitcode = exitcode
+
+
+class WorkerFailedError(DataWorkerError):
+    """A worker raised an exception whose type the parent cannot rebuild (its module is not
+    imported in the parent, which imports nothing a pipe names, or it takes other arguments).
+
+    :ivar type_name: the worker's exception type, ``module.QualName``.
+    """
+
+    def __init__(self, msg: str, type_name: str = "") -> None:
+        super().__init__(msg)
+        self.type_name = type_name
+
+
+class WorkerStalledError(DataWorkerError):
+    """The worker processes produced nothing for longer than the stall timeout while the consumer
+    waited (a worker stopped by SIGSTOP, deadlocked, waiting on a dead network share)."""
+
+
+def stall_timeout_of(value: float | None, owner: str) -> float:
+    """The stall timeout in seconds: ``value`` if given, else ``$TRAINBUS_DATAFLOW_STALL_TIMEOUT``,
+    else :data:`DEFAULT_STALL_TIMEOUT`; 0 means no watchdog (returned as ``inf``)."""
+    where = "stall_timeout"
+    if value is None:
+        env = os.environ.get(STALL_TIMEOUT_ENV, "").strip()
+        if not env:
+            return DEFAULT_STALL_TIMEOUT
+        where = f"${STALL_TIMEOUT_ENV}"
+        try:
+            value = float(env)
+        except ValueError:
+            raise ValueError(f"{owner}: {where}={env!r} is not a number of seconds; set it to e.g. 300, "
+                             "or 0 to turn the stall watchdog off") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
+        raise ValueError(f"{owner}: {where} must be a number of seconds >= 0 (0: no stall watchdog), got {value!r}")
+    return float("inf") if value == 0 else float(value)
 
 
 def _fork_context() -> Any:
@@ -100,48 +174,148 @@ def decode_frames(frames: list[Any]) -> Any:
 
 def worker_exception_payload(idx: int | str, what: str = "worker") -> dict[str, Any]:
     """The current exception as a dict that crosses the process boundary (serializable by msgpack
-    and pickle): its type's module and name, the worker index, pid and the formatted traceback."""
+    and pickle): its type's module and name, its message, the worker index, pid and the formatted
+    traceback."""
     etype, evalue, _ = sys.exc_info()
     assert etype is not None
-    return {"module": etype.__module__, "name": etype.__qualname__, "idx": str(idx), "pid": os.getpid(),
-            "what": what, "traceback": "".join(traceback.format_exception(etype, evalue, evalue.__traceback__))}
+    try:
+        message = str(evalue)
+    except Exception:  # noqa: BLE001 - a broken __str__ must not hide the error
+        message = "(its message could not be rendered)"
+    return {"module": etype.__module__, "name": etype.__qualname__, "message": message, "idx": str(idx),
+            "pid": os.getpid(), "what": what,
+            "traceback": "".join(traceback.format_exception(etype, evalue, evalue.__traceback__))}
 
 
 def _exception_type(module: str, name: str) -> type[BaseException] | None:
-    try:
-        obj: Any = builtins if module == "builtins" else importlib.import_module(module)
-        for part in name.split("."):
-            obj = getattr(obj, part)
-    except Exception:  # noqa: BLE001 - unknown type: the caller falls back to RuntimeError
+    """The exception type ``module.name`` if ``module`` is imported already (never imports)."""
+    obj: Any = builtins if module == "builtins" else sys.modules.get(module)
+    if obj is None:
         return None
+    for part in name.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
     return obj if isinstance(obj, type) and issubclass(obj, BaseException) else None
 
 
+#: readable subclasses of rebuilt exception types (their ``str()`` is the message as it is)
+_READABLE: dict[type, type] = {}
+
+
+def _readable_type(etype: type[BaseException]) -> type[BaseException]:
+    """A subclass of ``etype`` (same name, caught by the same ``except``) whose ``str()`` is its
+    message as written: ``KeyError`` and friends would show it quoted, its lines joined by ``\\n``."""
+    cls = _READABLE.get(etype)
+    if cls is None:
+        cls = type(etype.__name__, (etype,), {"__str__": lambda self: str(self.args[0]) if self.args else "",
+                                              "__module__": etype.__module__, "__qualname__": etype.__qualname__,
+                                              "__reduce__": lambda self: (etype, self.args)})
+        _READABLE[etype] = cls
+    return cls
+
+
 def make_worker_exception(payload: dict[str, Any], owner: str) -> BaseException:
-    """The exception the parent raises for a worker's ``payload``: the worker's exception type if it
-    can be built from a message (else ``RuntimeError``), with the worker's traceback in the message."""
-    msg = (f"{payload['what']} {payload['idx']} (pid {payload['pid']}) of {owner} raised "
-           f"{payload['name']}; its traceback:\n{payload['traceback']}")
+    """The exception the parent raises for a worker's ``payload``: of the worker's exception type
+    when that type's module is already imported here and it takes a message, else a
+    :class:`WorkerFailedError`; its message names the worker, its pid and the exception, and
+    ends with the worker's traceback, one line per line."""
+    type_name = f"{payload['module']}.{payload['name']}" if payload["module"] != "builtins" else payload["name"]
+    first = payload.get("message", "")
+    label = f"{payload['what']} {payload['idx']}".rstrip()
+    msg = (f"{label} (pid {payload['pid']}) of {owner} raised {type_name}"
+           f"{': ' + first if first else ''}; the other workers were stopped. The worker's traceback:\n"
+           f"{payload['traceback'].rstrip()}")
     etype = _exception_type(payload["module"], payload["name"])
     if etype is not None and issubclass(etype, Exception):
         try:
-            return etype(msg)
+            return _readable_type(etype)(msg)
         except Exception:  # noqa: BLE001 - constructors with other signatures
             pass
-    return RuntimeError(msg)
+    return WorkerFailedError(msg, type_name)
 
 
-def pipe_name(name: str) -> str:
-    """A fresh ZMQ IPC address: an abstract socket on Linux (no file), else a file under
-    ``$TRAINBUS_PIPEDIR`` (or ``$TENSORPACK_PIPEDIR``, or the temp directory)."""
-    tag = uuid.uuid4().hex[:12]
-    if sys.platform.startswith("linux"):
-        return f"ipc://@trainbus-{name}-pipe-{tag}"
-    pipedir = os.environ.get("TRAINBUS_PIPEDIR") or os.environ.get("TENSORPACK_PIPEDIR") or tempfile.gettempdir()
-    if not os.path.isdir(pipedir):
-        raise NotADirectoryError(f"the ZMQ pipe directory {pipedir!r} ($TRAINBUS_PIPEDIR) does not exist; "
-                                 "point TRAINBUS_PIPEDIR to a directory on a local file system")
-    return f"ipc://{os.path.join(pipedir, f'trainbus-{name}-pipe-{tag}')}"
+def died_error(owner: str, label: str, pid: int | None, exitcode: int | None) -> WorkerDiedError:
+    """The :class:`WorkerDiedError` for the worker ``label`` (``"worker 3"``) that ended with ``exitcode``."""
+    return WorkerDiedError(f"{owner}: {label} (pid {pid}) died without reporting an error "
+                           f"({describe_exit(exitcode)}; killed, or out of memory?); the other workers were stopped",
+                           pid, exitcode)
+
+
+def stalled_error(owner: str, waited: float, procs: list[Any]) -> WorkerStalledError:
+    """The :class:`WorkerStalledError` after ``waited`` seconds without data from ``procs``."""
+    states = []
+    for i, p in enumerate(procs):
+        name = getattr(p, "_trainbus_label", f"worker {i}")
+        states.append(f"{name} (pid {p.pid}) {process_state(p.pid)}")
+    return WorkerStalledError(f"{owner}: no datapoint from its worker processes for {waited:.1f} s (the stall "
+                              f"timeout; raise it with stall_timeout= or ${STALL_TIMEOUT_ENV}, 0 turns it off): "
+                              f"{', '.join(states)}; the workers were stopped")
+
+
+class PipeDir:
+    """A fresh directory, mode 0700, for the ZMQ IPC sockets of one dataflow: only its owner can
+    connect to them. Under ``$TRAINBUS_PIPEDIR`` (or ``$TENSORPACK_PIPEDIR``, or the temp
+    directory); removed by :meth:`remove` (idempotent), also at interpreter exit."""
+
+    def __init__(self) -> None:
+        base = os.environ.get("TRAINBUS_PIPEDIR") or os.environ.get("TENSORPACK_PIPEDIR") or tempfile.gettempdir()
+        if not os.path.isdir(base):
+            raise NotADirectoryError(f"the ZMQ pipe directory {base!r} ($TRAINBUS_PIPEDIR) does not exist; "
+                                     "point TRAINBUS_PIPEDIR to a directory on a local file system")
+        _sweep_stale_pipe_dirs(base)
+        self.path = tempfile.mkdtemp(prefix=f"trainbus-pipes-{os.getpid()}-", dir=base)  # mode 0700
+        self._owner = os.getpid()
+        self._finalizer = weakref.finalize(self, PipeDir._rmtree, self.path, self._owner)
+
+    @staticmethod
+    def _rmtree(path: str, owner: int) -> None:
+        if os.getpid() == owner:  # never from a forked worker
+            shutil.rmtree(path, ignore_errors=True)
+
+    def address(self, name: str) -> str:
+        """``ipc://`` address of the socket ``name`` in this directory."""
+        return f"ipc://{os.path.join(self.path, name)}"
+
+    def remove(self) -> None:
+        self._finalizer()
+
+
+def _sweep_stale_pipe_dirs(base: str) -> None:
+    """Remove this user's pipe directories under ``base`` whose process is gone (it was killed
+    before it could remove them: SIGKILL, out of memory). Best effort; POSIX only."""
+    if os.name != "posix":
+        return
+    try:
+        names = [n for n in os.listdir(base) if n.startswith("trainbus-pipes-")]
+    except OSError:
+        return
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    for n in names:
+        pid = n[len("trainbus-pipes-"):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        path = os.path.join(base, n)
+        try:
+            if uid is not None and os.lstat(path).st_uid != uid:
+                continue
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            continue
+
+
+def pipe_name(name: str, pipedir: PipeDir | None = None) -> str:
+    """A ZMQ IPC address for the socket ``name``: in ``pipedir``, or in a new :class:`PipeDir`
+    that lives as long as the process (prefer passing one and removing it when done)."""
+    if pipedir is None:
+        pipedir = PipeDir()
+        _KEEP.append(pipedir)
+    return pipedir.address(name)
+
+
+_KEEP: list[PipeDir] = []
 
 
 def bind_socket(sock: Any, addr: str) -> None:
@@ -150,8 +324,51 @@ def bind_socket(sock: Any, addr: str) -> None:
         sock.bind(addr)
     except zmq.ZMQError as e:
         raise zmq.ZMQError(e.errno, f"cannot bind the dataflow ZMQ socket to {addr} ({e}); if it is a file on a "
-                                    "non-local file system (NFS, ...), set TRAINBUS_PIPEDIR to a local "
-                                    "directory such as /tmp") from None
+                                    "non-local file system (NFS, ...), or its path is too long for a Unix socket, "
+                                    "set TRAINBUS_PIPEDIR to a short local directory such as /tmp") from None
+
+
+class WorkerWatch(threading.Thread):
+    """A thread of the parent that sleeps on the worker processes' sentinels (no polling, no cost
+    per datapoint); when the first one ends it reaps it and calls ``report(idx, proc)`` once.
+    :meth:`stop` (before the workers are terminated on purpose) ends it without a report."""
+
+    def __init__(self, owner: str, procs: list[Any], report: Callable[[int, Any], None]) -> None:
+        super().__init__(name=f"{owner}-watch", daemon=True)
+        self._procs = list(procs)
+        self._report = report
+        self._rfd, self._wfd = os.pipe()
+        self.stopping = False
+
+    def run(self) -> None:
+        from multiprocessing.connection import wait
+
+        try:
+            by_sentinel = {p.sentinel: (i, p) for i, p in enumerate(self._procs)}
+            ready = wait([self._rfd, *by_sentinel])
+            if self.stopping or self._rfd in ready:
+                return
+            idx, proc = by_sentinel[ready[0]]
+            proc.join(1)  # reap it: no zombie, and its exit code is known
+            if not self.stopping:
+                self._report(idx, proc)
+        except Exception as e:  # noqa: BLE001 - the consumer still has the stall watchdog
+            logger.warning(f"[{self.name}] the worker watch stopped: {type(e).__name__}: {e}")
+        finally:
+            os.close(self._rfd)
+
+    def stop(self) -> None:
+        """End the watch (idempotent); call it before terminating the workers."""
+        if self.stopping:
+            return
+        self.stopping = True
+        try:
+            os.write(self._wfd, b"x")
+        except OSError:
+            pass
+        if self is not threading.current_thread():
+            self.join(5)
+        os.close(self._wfd)
 
 
 @contextmanager
@@ -224,8 +441,9 @@ class WorkerThread(StoppableThread):
 @contextmanager
 def reporting_worker_errors(ctx: Any, sock: Any, idx: int | str) -> Iterator[None]:
     """The body of a worker process that sends on ``sock`` (of ``ctx``): an exception in it is sent
-    as an ``EXC_MARK`` message (delivered before the process exits) and raised again; Ctrl-C ends the
-    worker quietly; the socket and context are closed at the end either way."""
+    as an ``EXC_MARK`` message (delivered before the process exits) and the worker ends with exit
+    status 1 (the parent reports it: the worker prints nothing itself); Ctrl-C ends the worker
+    quietly; the socket and context are closed at the end either way."""
     try:
         yield
     except KeyboardInterrupt:
@@ -234,7 +452,7 @@ def reporting_worker_errors(ctx: Any, sock: Any, idx: int | str) -> Iterator[Non
         sock.send_multipart([EXC_MARK, dumps(worker_exception_payload(idx))])
         sock.close(linger=5000)  # deliver the error before exiting
         ctx.term()
-        raise
+        raise SystemExit(1) from None
     finally:
         if not sock.closed:
             sock.close(0)
@@ -249,9 +467,13 @@ def _close_weakref(ref: weakref.ref) -> None:
 
 class MultiProcessZMQDataFlow(DataFlow):
     """Common machinery of the dataflows that run worker processes talking ZMQ to the parent:
-    a parent socket, ``self._procs``, starting, liveness checks, error forwarding and cleanup."""
+    a parent socket, ``self._procs``, starting, the watch of the workers, the stall watchdog,
+    error forwarding and cleanup (processes, sockets, the private pipe directory)."""
 
-    def __init__(self) -> None:
+    #: the socket type the watch thread uses to tell the parent's socket that a worker died
+    _WATCH_SOCKET = zmq.PUSH
+
+    def __init__(self, stall_timeout: float | None = None) -> None:
         if os.name == "nt":
             raise OSError(f"{type(self).__name__} uses ZMQ IPC pipes, which Windows lacks; "
                           "use MultiProcessRunner there")
@@ -260,11 +482,24 @@ class MultiProcessZMQDataFlow(DataFlow):
         self.context: Any = None
         self.socket: Any = None
         self._atexit_registered = False
+        self._pipedir: PipeDir | None = None
+        self._watch: WorkerWatch | None = None
+        self._result_addr: str | None = None
+        self._stall_arg = stall_timeout
+        self.stall_timeout = stall_timeout_of(stall_timeout, type(self).__name__)
+        self._waiter: threading.Thread | None = None  # the thread waiting for data, if any
+        self._closing = False
 
     @property
     def worker_pids(self) -> list[int]:
         """Process ids of the worker processes started by the last ``reset_state()``."""
         return [p.pid for p in self._procs if p.pid is not None]
+
+    @property
+    def pipe_dir(self) -> str | None:
+        """The private directory of this dataflow's ZMQ sockets (None before ``reset_state()``
+        and after ``close()``)."""
+        return self._pipedir.path if self._pipedir is not None else None
 
     def reset_state(self) -> None:
         """Start the workers (in the calling process). Called again, it stops and reaps the
@@ -272,31 +507,82 @@ class MultiProcessZMQDataFlow(DataFlow):
         if self._reset_done:
             self.close()
         self._reset_done = True
+        self.stall_timeout = stall_timeout_of(self._stall_arg, type(self).__name__)
+        self._closing = False
+        self._pipedir = PipeDir()
         if not self._atexit_registered:
             atexit.register(_close_weakref, weakref.ref(self))
             self._atexit_registered = True
 
     def _start_processes(self) -> None:
         start_proc_mask_signal(self._procs)
+        self._watch = WorkerWatch(type(self).__name__, self._procs, self._report_death)
+        self._watch.start()
 
-    def _check_workers_alive(self, owner: str) -> None:
-        dead = [(i, p) for i, p in enumerate(self._procs) if not p.is_alive()]
-        if dead:
-            desc = ", ".join(f"{i} (pid {p.pid}, exit code {p.exitcode})" for i, p in dead)
-            self.close()
-            raise DataFlowTerminated(f"{owner}: worker process {desc} died without reporting an error "
-                                     "(killed, or out of memory?); the other workers were stopped")
+    def _report_death(self, idx: int, proc: Any) -> None:
+        """In the watch thread: tell the consumer, through its own socket, that worker ``idx`` died."""
+        ctx, addr = self.context, self._result_addr
+        if ctx is None or addr is None:
+            return
+        try:
+            sock = ctx.socket(self._WATCH_SOCKET)
+            try:
+                if self._WATCH_SOCKET == zmq.DEALER:
+                    sock.setsockopt(zmq.IDENTITY, b"trainbus-watch")
+                sock.connect(addr)
+                label = getattr(proc, "_trainbus_label", f"worker {idx}")
+                sock.send_multipart([DIED_MARK, dumps({"label": label, "pid": proc.pid, "exitcode": proc.exitcode})])
+            finally:
+                sock.close(linger=2000)
+        except zmq.ZMQError:  # the dataflow was closed meanwhile
+            pass
+
+    def _died(self, payload: Any, owner: str, exc_of: Callable[[Any], BaseException | None]) -> BaseException:
+        """The error for a died-marker: the exception the dead worker sent, if it arrives within a
+        second (it may come after the marker: other connection), else :class:`WorkerDiedError`.
+        ``exc_of(message)`` is the worker exception a message carries, or None."""
+        info = loads(payload)
+        deadline = time.monotonic() + 1.0
+        sock = self.socket
+        while time.monotonic() < deadline:
+            if sock.poll(100):
+                exc = exc_of(sock.recv_multipart(copy=False))
+                if exc is not None:
+                    return exc
+        return died_error(owner, info["label"], info["pid"], info["exitcode"])
+
+    def _fail(self, exc: BaseException) -> None:
+        """Log one line, stop everything, raise ``exc``."""
+        logger.info(f"[{type(self).__name__}] {str(exc).splitlines()[0][:300]}")
+        self.close()
+        raise exc
+
+    def _wait(self, recv: Callable[[], Any], owner: str) -> Any:
+        """The slow path of a receive whose first try timed out: try again every
+        ``_LIVENESS_POLL_MS``, raising on a stall and when another thread closes the dataflow."""
+        self._waiter = threading.current_thread()
+        try:
+            start = time.monotonic()
+            while True:
+                try:
+                    return recv()
+                except zmq.Again:
+                    if self._closing:
+                        raise DataFlowTerminated(f"{owner}: closed by another thread while waiting for data") from None
+                    waited = time.monotonic() - start
+                    if waited >= self.stall_timeout:
+                        self._fail(stalled_error(owner, waited, self._procs))
+        finally:
+            self._waiter = None
 
     def _recv_datapoint(self, owner: str) -> Any:
         """The next datapoint from the workers; raises the worker's exception for an error message,
-        and ``DataFlowTerminated`` if workers died silently."""
+        :class:`WorkerDiedError` when a worker died and :class:`WorkerStalledError` on a stall."""
         sock = self.socket
-        while True:
-            try:
-                frame = sock.recv(copy=False)  # waits at most RCVTIMEO (set by reset_state)
-                break
-            except zmq.Again:
-                self._check_workers_alive(owner)
+        try:
+            frame = sock.recv(copy=False)  # waits at most RCVTIMEO (set by reset_state)
+        except zmq.Again:
+            frame = self._wait(lambda: sock.recv(copy=False), owner)
         if not frame.more:
             return loads(frame.buffer)
         head = frame.bytes
@@ -306,31 +592,39 @@ class MultiProcessZMQDataFlow(DataFlow):
         if head == DATA_MARK:
             return decode_frames(parts)
         if head == EXC_MARK:
-            exc = make_worker_exception(loads(parts[0].buffer), owner)
-            logger.error(f"[{owner}] a worker raised {type(exc).__name__}; stopping the other workers")
-            self.close()
-            raise exc
+            self._fail(make_worker_exception(loads(parts[0].buffer), owner))
+        if head == DIED_MARK:
+            def exc_of(msg: list[Any]) -> BaseException | None:
+                return make_worker_exception(loads(msg[1].buffer), owner) if len(msg) == 2 and \
+                    msg[0].bytes == EXC_MARK else None
+
+            self._fail(self._died(parts[0].buffer, owner, exc_of))
         raise ValueError(f"{owner}: unexpected {len(parts) + 1}-frame message from a worker")
 
     def close(self) -> None:
-        """Stop and reap the worker processes and close the sockets (idempotent)."""
+        """Stop and reap the worker processes, close the sockets and remove the pipe directory
+        (idempotent). From another thread than the one waiting for data, that one raises
+        ``DataFlowTerminated`` within half a second and leaves the sockets to this call."""
+        self._closing = True
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            watch.stop()
         procs, self._procs = self._procs, []
-        for p in procs:
-            if p.pid is not None and p.is_alive():
-                p.terminate()
-        for p in procs:
-            if p.pid is None:
-                continue
-            p.join(5)
-            if p.is_alive():
-                p.kill()
-                p.join(5)
+        stop_processes(procs)
+        waiter = self._waiter
+        if waiter is not None and waiter is not threading.current_thread():
+            deadline = time.monotonic() + 2 * _LIVENESS_POLL_MS / 1000 + 1
+            while self._waiter is not None and time.monotonic() < deadline:
+                time.sleep(0.02)
         sock, ctx = self.socket, self.context
         self.socket = self.context = None
         if sock is not None:
             sock.close(0)
         if ctx is not None:
             ctx.destroy(0)
+        pipedir, self._pipedir = self._pipedir, None
+        if pipedir is not None:
+            pipedir.remove()
 
     def __del__(self) -> None:
         try:
@@ -338,6 +632,26 @@ class MultiProcessZMQDataFlow(DataFlow):
                 self.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+def stop_processes(procs: list[Any]) -> None:
+    """Terminate ``procs`` and reap them (SIGKILL for those that do not end within 5 s, e.g. a
+    stopped process, which gets SIGCONT too)."""
+    for p in procs:
+        if p.pid is not None and p.is_alive():
+            p.terminate()
+            if hasattr(signal, "SIGCONT"):
+                try:
+                    os.kill(p.pid, signal.SIGCONT)  # a stopped worker handles the SIGTERM now
+                except OSError:
+                    pass
+    for p in procs:
+        if p.pid is None:
+            continue
+        p.join(5)
+        if p.is_alive():
+            p.kill()
+            p.join(5)
 
 
 class MultiProcessRunner(ProxyDataFlow):
@@ -349,6 +663,8 @@ class MultiProcessRunner(ProxyDataFlow):
     repeats ``ds`` forever; a pass of this dataflow ends after ``len(ds)`` datapoints (never if
     ``ds`` has no length). The processes are created here and started by ``reset_state()``.
     Slower than ``MultiProcessRunnerZMQ`` for large datapoints (pickling, pipe copies).
+    A worker that dies, raises or stalls (``stall_timeout``, as for ``MultiProcessRunnerZMQ``)
+    makes the iteration raise (see the module docstring).
     """
 
     class _Worker(mp.get_context("fork" if sys.platform != "win32" else "spawn").Process):  # type: ignore[misc]
@@ -372,8 +688,13 @@ class MultiProcessRunner(ProxyDataFlow):
                 self.queue.close()
                 self.queue.join_thread()
 
-    def __init__(self, ds: Any, num_prefetch: int, num_proc: int) -> None:
+    def __init__(self, ds: Any, num_prefetch: int, num_proc: int, stall_timeout: float | None = None) -> None:
         super().__init__(ds)
+        self._stall_arg = stall_timeout
+        self.stall_timeout = stall_timeout_of(stall_timeout, "MultiProcessRunner")
+        self._watch: WorkerWatch | None = None
+        self._closing = False
+        self._dead = None
         if int(num_proc) <= 0:
             raise ValueError(f"MultiProcessRunner: num_proc must be >= 1, got {num_proc!r}")
         if int(num_prefetch) <= 0:
@@ -409,26 +730,58 @@ class MultiProcessRunner(ProxyDataFlow):
             self.close()
             self._make_workers()
         self._reset_done = True
+        self.stall_timeout = stall_timeout_of(self._stall_arg, "MultiProcessRunner")
+        self._closing = False
+        self._dead: dict[str, Any] | None = None
         start_proc_mask_signal(self.procs)
+        self._watch = WorkerWatch("MultiProcessRunner", self.procs, self._report_death)
+        self._watch.start()
+
+    def _report_death(self, idx: int, proc: Any) -> None:
+        """In the watch thread: note the death for the consumer (not through the queue: a worker
+        killed while writing to it leaves its lock taken)."""
+        self._dead = {"idx": idx, "pid": proc.pid, "exitcode": proc.exitcode}
+
+    def _raise_dead(self) -> None:
+        """A worker died: raise the exception it sent before, if one is queued, else WorkerDiedError."""
+        dead = self._dead
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            try:
+                kind, obj = self.queue.get(timeout=0.2)
+            except queue.Empty:
+                break
+            if kind == 1:
+                self._fail(make_worker_exception(obj, "MultiProcessRunner"))
+        self._fail(died_error("MultiProcessRunner", f"worker {dead['idx']}", dead["pid"], dead["exitcode"]))
 
     def _get(self) -> Any:
-        while True:
-            try:
-                kind, obj = self.queue.get(timeout=_LIVENESS_POLL_MS / 1000)
-                break
-            except queue.Empty:
-                dead = [(i, p) for i, p in enumerate(self.procs) if not p.is_alive()]
-                if dead and self.queue.empty():
-                    desc = ", ".join(f"{i} (pid {p.pid}, exit code {p.exitcode})" for i, p in dead)
-                    self.close()
-                    raise DataFlowTerminated(f"MultiProcessRunner: worker process {desc} died without reporting "
-                                             "an error; the other workers were stopped") from None
+        if self._dead is not None:
+            self._raise_dead()
+        try:
+            kind, obj = self.queue.get(timeout=_LIVENESS_POLL_MS / 1000)
+        except queue.Empty:
+            start = time.monotonic()
+            while True:
+                try:
+                    kind, obj = self.queue.get(timeout=_LIVENESS_POLL_MS / 1000)
+                    break
+                except queue.Empty:
+                    if self._closing:
+                        raise DataFlowTerminated("MultiProcessRunner: closed while waiting for data") from None
+                    if self._dead is not None:
+                        self._raise_dead()
+                    waited = time.monotonic() - start
+                    if waited >= self.stall_timeout:
+                        self._fail(stalled_error("MultiProcessRunner", waited, self.procs))
         if kind:
-            exc = make_worker_exception(obj, "MultiProcessRunner")
-            logger.error(f"[MultiProcessRunner] a worker raised {type(exc).__name__}; stopping the other workers")
-            self.close()
-            raise exc
+            self._fail(make_worker_exception(obj, "MultiProcessRunner"))
         return obj
+
+    def _fail(self, exc: BaseException) -> None:
+        logger.info(f"[MultiProcessRunner] {str(exc).splitlines()[0][:300]}")
+        self.close()
+        raise exc
 
     def __iter__(self) -> Iterator[Any]:
         if not self._reset_done:
@@ -440,16 +793,13 @@ class MultiProcessRunner(ProxyDataFlow):
                 yield self._get()
 
     def close(self) -> None:
-        """Terminate and reap the worker processes (idempotent)."""
-        for p in self.procs:
-            if p.pid is not None and p.is_alive():
-                p.terminate()
-        for p in self.procs:
-            if p.pid is not None:
-                p.join(5)
-                if p.is_alive():
-                    p.kill()
-                    p.join(5)
+        """Terminate and reap the worker processes (idempotent); a thread waiting for data
+        raises ``DataFlowTerminated`` within half a second."""
+        self._closing = True
+        watch, self._watch = getattr(self, "_watch", None), None
+        if watch is not None:
+            watch.stop()
+        stop_processes(self.procs)
 
     def __del__(self) -> None:
         try:
@@ -472,6 +822,8 @@ class MultiProcessRunnerZMQ(MultiProcessZMQDataFlow):
     :param ds: the dataflow to run in the workers.
     :param num_proc: number of worker processes.
     :param hwm: ZMQ high-water mark (queue length, in datapoints) of each end.
+    :param stall_timeout: seconds the workers may produce nothing while the consumer waits before
+        :class:`WorkerStalledError` (default ``$TRAINBUS_DATAFLOW_STALL_TIMEOUT``, else 300; 0: never).
     """
 
     class _Worker(mp.get_context("fork" if sys.platform != "win32" else "spawn").Process):  # type: ignore[misc]
@@ -494,8 +846,8 @@ class MultiProcessRunnerZMQ(MultiProcessZMQDataFlow):
                 for dp in repeat_iter(lambda: self.ds):
                     send_datapoint(sock, dp)
 
-    def __init__(self, ds: Any, num_proc: int = 1, hwm: int = 50) -> None:
-        super().__init__()
+    def __init__(self, ds: Any, num_proc: int = 1, hwm: int = 50, stall_timeout: float | None = None) -> None:
+        super().__init__(stall_timeout)
         if int(num_proc) <= 0:
             raise ValueError(f"MultiProcessRunnerZMQ: num_proc must be >= 1, got {num_proc!r}")
         self.ds = ds
@@ -520,8 +872,9 @@ class MultiProcessRunnerZMQ(MultiProcessZMQDataFlow):
         self.socket = self.context.socket(zmq.PULL)
         self.socket.set_hwm(self._hwm)
         self.socket.setsockopt(zmq.RCVTIMEO, _LIVENESS_POLL_MS)  # then check that the workers live
-        name = pipe_name("dataflow")
+        name = pipe_name("dataflow", self._pipedir)
         bind_socket(self.socket, name)
+        self._result_addr = name
         self._procs = [MultiProcessRunnerZMQ._Worker(self.ds, name, self._hwm, i) for i in range(self.num_proc)]
         self._start_processes()
 

@@ -12,6 +12,10 @@ Order: workers finish at different times, so datapoints come out in a different 
   of the next pass of ``ds``; ``len()`` is still ``len(ds)``, the size of an epoch.
 
 With one worker and ``buffer_size=1`` the order is the order of ``ds``.
+
+The process versions watch their workers like ``MultiProcessRunnerZMQ`` does: a worker that
+dies, raises, or (``stall_timeout``) produces nothing while the consumer waits stops them all
+with one error naming it; their pipes are private to the owner.
 """
 
 from __future__ import annotations
@@ -29,10 +33,10 @@ from trainbus.utils.concurrency import StoppableThread
 from trainbus.utils.serialize import dumps, loads
 from trainbus_dataflow.base import DataFlowReentrantGuard, DataFlowTerminated, ProxyDataFlow
 from trainbus_dataflow.common import BatchData, RepeatedData
-from trainbus_dataflow.parallel import (EXC_MARK, MultiProcessZMQDataFlow, WorkerThread, _fork_context, bind_socket,
-                                        die_with_parent, make_worker_exception, pipe_name, rebuild_thread_exception,
-                                        reporting_worker_errors, send_datapoint, worker_exception_payload,
-                                        zmq_terminated_as_dataflow_terminated)
+from trainbus_dataflow.parallel import (DIED_MARK, EXC_MARK, MultiProcessZMQDataFlow, WorkerThread, _fork_context,
+                                        bind_socket, die_with_parent, died_error, make_worker_exception, pipe_name,
+                                        rebuild_thread_exception, reporting_worker_errors, send_datapoint,
+                                        worker_exception_payload, zmq_terminated_as_dataflow_terminated)
 
 __all__ = ["MultiThreadMapData", "MultiProcessMapData", "MultiProcessMapDataZMQ", "MultiProcessMapAndBatchData",
            "MultiProcessMapAndBatchDataZMQ", "ThreadedMapData"]
@@ -242,12 +246,15 @@ class MultiProcessMapDataZMQ(_ParallelMapData, MultiProcessZMQDataFlow):
     :param map_func: datapoint -> datapoint, or None to drop it.
     :param buffer_size: datapoints in flight.
     :param strict: see the module docstring.
+    :param stall_timeout: seconds without a result while the parent waits before
+        ``WorkerStalledError`` (default ``$TRAINBUS_DATAFLOW_STALL_TIMEOUT``, else 300; 0: never).
     """
 
     #: the message a worker sends when it is ready
     READY = b"trainbus-dataflow-ready"
     #: how long reset_state() waits for every worker to announce itself
     START_TIMEOUT_S = 60.0
+    _WATCH_SOCKET = zmq.DEALER
 
     class _Worker(_Process):  # type: ignore[misc, valid-type]
         def __init__(self, identity: bytes, map_func: Callable[[Any], Any], pipename: str, hwm: int) -> None:
@@ -273,7 +280,7 @@ class MultiProcessMapDataZMQ(_ParallelMapData, MultiProcessZMQDataFlow):
                     sock.send(dumps(func(dp)), copy=False)
 
     def __init__(self, ds: Any, num_proc: int | None = None, map_func: Callable[[Any], Any] | None = None, *,
-                 buffer_size: int = 200, strict: bool = False) -> None:
+                 buffer_size: int = 200, strict: bool = False, stall_timeout: float | None = None) -> None:
         _check_map_args(type(self).__name__, num_proc, map_func, "num_proc")
         if strict:
             try:
@@ -281,7 +288,7 @@ class MultiProcessMapDataZMQ(_ParallelMapData, MultiProcessZMQDataFlow):
             except Exception:  # noqa: BLE001 - no length
                 pass
         _ParallelMapData.__init__(self, ds, buffer_size, strict)
-        MultiProcessZMQDataFlow.__init__(self)
+        MultiProcessZMQDataFlow.__init__(self, stall_timeout)
         self.num_proc = int(num_proc)  # type: ignore[arg-type]
         self.map_func = map_func
         self._guard = DataFlowReentrantGuard()
@@ -296,8 +303,9 @@ class MultiProcessMapDataZMQ(_ParallelMapData, MultiProcessZMQDataFlow):
         self.socket.set_hwm(self._buffer_size * 2 + 10)
         self.socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
         self.socket.setsockopt(zmq.RCVTIMEO, _LIVENESS_POLL_MS)  # then check that the workers live
-        name = pipe_name("dataflow-map")
+        name = pipe_name("dataflow-map", self._pipedir)
         bind_socket(self.socket, name)
+        self._result_addr = name
         ids = [str(k).encode() for k in range(self.num_proc)]
         self._procs = [MultiProcessMapDataZMQ._Worker(i, self.map_func, name, self._buffer_size * 2 + 10)
                        for i in ids]
@@ -317,10 +325,11 @@ class MultiProcessMapDataZMQ(_ParallelMapData, MultiProcessZMQDataFlow):
                     exc = make_worker_exception(loads(msg[2]), owner)
                     self.close()
                     raise exc
+                if len(msg) == 3 and msg[1] == DIED_MARK:
+                    self._fail(self._died(msg[2], owner, self._exc_of))
                 if len(msg) == 2 and msg[1] == self.READY:
                     waiting.discard(msg[0])
                 continue
-            self._check_workers_alive(owner)
             if time.monotonic() > deadline:
                 self.close()
                 raise TimeoutError(f"{owner}: worker processes {sorted(w.decode() for w in waiting)} did not connect "
@@ -337,7 +346,7 @@ class MultiProcessMapDataZMQ(_ParallelMapData, MultiProcessZMQDataFlow):
 
     def _raise_for_lost_worker(self, ident: bytes) -> None:
         """Worker ``ident`` has disconnected: raise the error it sent before it went (results still
-        queued are dropped), or ``DataFlowTerminated`` if it sent none."""
+        queued are dropped), or ``WorkerDiedError`` if it sent none."""
         owner = type(self).__name__
         deadline = time.monotonic() + 5.0
         while time.monotonic() < deadline:
@@ -345,26 +354,31 @@ class MultiProcessMapDataZMQ(_ParallelMapData, MultiProcessZMQDataFlow):
                 continue
             msg = self.socket.recv_multipart()
             if len(msg) == 3 and msg[1] == EXC_MARK:
-                exc = make_worker_exception(loads(msg[2]), owner)
-                self.close()
-                raise exc
-        self.close()
-        raise DataFlowTerminated(f"{owner}: worker process {ident.decode()} disconnected without reporting an error; "
-                                 "the other workers were stopped")
+                self._fail(make_worker_exception(loads(msg[2]), owner))
+            if len(msg) == 3 and msg[1] == DIED_MARK:
+                self._fail(self._died(msg[2], owner, self._exc_of))
+        proc = self._procs[int(ident)] if ident.isdigit() and int(ident) < len(self._procs) else None
+        self._fail(died_error(owner, f"worker {ident.decode()}", proc.pid if proc else None,
+                              proc.exitcode if proc else None))
+
+    def _exc_of(self, msg: list[Any]) -> BaseException | None:
+        if len(msg) == 3 and bytes(msg[1]) == EXC_MARK:
+            return make_worker_exception(loads(bytes(msg[2])), type(self).__name__)
+        return None
 
     def _recv(self) -> Any:
         sock = self.socket
-        owner = type(self).__name__
-        while True:
-            try:
-                msg = sock.recv_multipart(copy=False)  # waits at most RCVTIMEO
-                break
-            except zmq.Again:
-                self._check_workers_alive(owner)
-        if len(msg) == 3 and msg[1].bytes == EXC_MARK:
-            exc = make_worker_exception(loads(msg[2].buffer), owner)
-            self.close()
-            raise exc
+        try:
+            msg = sock.recv_multipart(copy=False)  # waits at most RCVTIMEO
+        except zmq.Again:
+            msg = self._wait(lambda: sock.recv_multipart(copy=False), type(self).__name__)
+        if len(msg) == 3:
+            owner = type(self).__name__
+            head = msg[1].bytes
+            if head == EXC_MARK:
+                self._fail(make_worker_exception(loads(msg[2].buffer), owner))
+            if head == DIED_MARK:
+                self._fail(self._died(msg[2].buffer, owner, self._exc_of))
         return loads(msg[1].buffer)
 
     def __len__(self) -> int:
@@ -384,6 +398,8 @@ class MultiProcessMapAndBatchDataZMQ(MultiProcessZMQDataFlow):
     repeated; with more, batches group datapoints in any order, across passes. Infinite.
 
     :param buffer_size: datapoints (not batches) in flight; defaults to ``batch_size * 10``.
+    :param stall_timeout: seconds without a batch while the parent waits before
+        ``WorkerStalledError`` (default ``$TRAINBUS_DATAFLOW_STALL_TIMEOUT``, else 300; 0: never).
     """
 
     class _Dispatcher(_Process):  # type: ignore[misc, valid-type]
@@ -410,9 +426,9 @@ class MultiProcessMapAndBatchDataZMQ(MultiProcessZMQDataFlow):
             except BaseException:
                 err = ctx.socket(zmq.PUSH)
                 err.connect(self.result_pipe)
-                err.send_multipart([EXC_MARK, dumps(worker_exception_payload("(dispatcher)", "the dispatcher"))])
+                err.send_multipart([EXC_MARK, dumps(worker_exception_payload("", "the dispatcher"))])
                 err.close(linger=5000)
-                raise
+                raise SystemExit(1) from None  # reported by the parent
             finally:
                 sock.close(0)
                 ctx.destroy(0)
@@ -454,7 +470,7 @@ class MultiProcessMapAndBatchDataZMQ(MultiProcessZMQDataFlow):
             except BaseException:
                 out.send_multipart([EXC_MARK, dumps(worker_exception_payload(self.identity.decode()))])
                 out.close(linger=5000)
-                raise
+                raise SystemExit(1) from None  # reported by the parent
             finally:
                 inp.close(0)
                 if not out.closed:
@@ -462,8 +478,8 @@ class MultiProcessMapAndBatchDataZMQ(MultiProcessZMQDataFlow):
                 ctx.destroy(0)
 
     def __init__(self, ds: Any, num_proc: int, map_func: Callable[[Any], Any], batch_size: int,
-                 buffer_size: int | None = None) -> None:
-        super().__init__()
+                 buffer_size: int | None = None, stall_timeout: float | None = None) -> None:
+        super().__init__(stall_timeout)
         _check_map_args(type(self).__name__, num_proc, map_func, "num_proc")
         if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size <= 0:
             raise ValueError(f"{type(self).__name__}: batch_size must be a positive integer, got {batch_size!r}")
@@ -482,8 +498,9 @@ class MultiProcessMapAndBatchDataZMQ(MultiProcessZMQDataFlow):
     def reset_state(self) -> None:
         super().reset_state()
         self._guard = DataFlowReentrantGuard()
-        job_pipe = pipe_name("dataflow-mab-job")
-        result_pipe = pipe_name("dataflow-mab-result")
+        job_pipe = pipe_name("job", self._pipedir)
+        result_pipe = pipe_name("result", self._pipedir)
+        self._result_addr = result_pipe
         self.context = zmq.Context()
         self.socket = self.context.socket(zmq.PULL)
         self.socket.set_hwm(max(5, self.buffer_size // self.batch_size))
@@ -493,8 +510,9 @@ class MultiProcessMapAndBatchDataZMQ(MultiProcessZMQDataFlow):
         self._procs = [MultiProcessMapAndBatchDataZMQ._Worker(str(k).encode(), self.map_func, job_pipe, result_pipe,
                                                               worker_hwm, self.batch_size)
                        for k in range(self.num_proc)]
-        self._procs.append(MultiProcessMapAndBatchDataZMQ._Dispatcher(self.ds, job_pipe, result_pipe,
-                                                                      self.buffer_size))
+        dispatcher = MultiProcessMapAndBatchDataZMQ._Dispatcher(self.ds, job_pipe, result_pipe, self.buffer_size)
+        dispatcher._trainbus_label = "the dispatcher"
+        self._procs.append(dispatcher)
         self._start_processes()
 
     def __iter__(self) -> Iterator[Any]:
