@@ -34,10 +34,11 @@ def _queue_stats(mon):
 
 
 class EmaEachStep(Callback):
-    """The value of the moving average's variable after every step."""
+    """The state of the moving average after every step (a local variable: checkpoints do not
+    depend on the input source)."""
 
     def _setup_graph(self):
-        self._ema = [v for v in tf1.global_variables() if v.op.name == "EMA/QueueInput/queue_size"][0]
+        self._ema = [v for v in tf1.local_variables() if v.op.name == "QueueInput/queue_size_biased"][0]
         self.values = []
 
     def _trigger_step(self):
@@ -57,6 +58,9 @@ def test_queue_input_records_the_moving_average_of_its_size_each_epoch(logdir, w
     assert trainer.monitors.get_history("QueueInput/queue_size") == [(s, v) for v, s in stats]
     # updated at every step, not only when the summary is written
     assert len(ema.values) == 2 * STEPS and len(set(ema.values)) > 2
+    # nothing is added to what a checkpoint saves
+    assert not [v.op.name for v in trainer.graph.get_collection(tf1.GraphKeys.GLOBAL_VARIABLES)
+                if "queue_size" in v.op.name]
 
 
 class Slow(DataFlow):

@@ -84,7 +84,9 @@ def _tensor_source():
     def tensors():
         # the batches of the tiny dataflow in order, from a tf.train queue (started by TensorInput)
         i = tf1.train.range_input_producer(len(xs) // 4, shuffle=False).dequeue()
-        return [tf.reshape(tf.constant(xs)[i * 4:(i + 1) * 4], [4, 4]), tf.reshape(tf.constant(ys)[i * 4:(i + 1) * 4], [4])]
+        x = tf.reshape(tf.constant(xs)[i * 4:(i + 1) * 4], [4, 4])
+        y = tf.reshape(tf.constant(ys)[i * 4:(i + 1) * 4], [4])
+        return [x, y]
 
     return TensorInput(tensors, size=STEPS)
 

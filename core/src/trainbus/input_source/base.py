@@ -108,10 +108,10 @@ def explain_datapoint(source: str, dataflow: Any, dp: Any, inputs: Sequence[Inpu
                     f"{_describe_value(value)} ({type(e).__name__}: {e}); make the dataflow produce {dtype.name} "
                     "values there, or change the dtype of that input in inputs()")
         if not shape.is_compatible_with(arr.shape):
+            ranks = f" (rank {shape.rank}, got rank {arr.ndim})" if shape.rank != arr.ndim else ""
             return (f"{source}: {_component(k, name)} of a datapoint from the dataflow {df} has shape "
-                    f"{tuple(arr.shape)}, but the input signature expects {shape} (rank {shape.rank}, got rank "
-                    f"{arr.ndim}); make the dataflow produce that shape (e.g. batch it) or change the TensorSpec of "
-                    "that input in inputs()")
+                    f"{tuple(arr.shape)}, but the input signature expects {shape}{ranks}; make the dataflow produce "
+                    "that shape (e.g. batch it) or change the TensorSpec of that input in inputs()")
     return None
 
 

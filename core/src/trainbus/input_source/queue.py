@@ -137,25 +137,31 @@ class _QueueCallback(Callback):
 
 
 class _QueueSizeStat(Callback):
-    """Keeps an exponential moving average of the number of datapoints waiting in the queue,
-    updated at every step (in the step's own ``Session.run``), and summarized as the scalar
-    ``QueueInput/queue_size`` (written by ``MergeAllSummaries`` with the other summaries): a queue
-    near 0 means the model waits for the dataflow."""
+    """Keeps an exponential moving average (decay 0.5, zero-debiased) of the number of datapoints
+    waiting in the queue, updated at every step (in the step's own ``Session.run``), and
+    summarized as the scalar ``QueueInput/queue_size`` (written by ``MergeAllSummaries`` with the
+    other summaries): a queue near 0 means the model waits for the dataflow. Its state is in local
+    variables, so checkpoints do not depend on the input source."""
+
+    DECAY = 0.5
 
     def __init__(self, src: QueueInput) -> None:
         self._src = src
         self._args: Any = None
 
     def _setup_graph(self) -> None:
-        from trainbus.tfutils.summary import add_moving_summary
-
-        with self._src.cached_name_scope():
+        d = self.DECAY
+        local = [tf1.GraphKeys.LOCAL_VARIABLES]
+        with tf1.name_scope(None), self._src.cached_name_scope():
             size = tf.cast(self._src._size_op, tf.float32, name="queue_size")
-        ema = add_moving_summary(size, collection=None, decay=0.5)
-        if not ema:  # not built here (another tower's scope): nothing to update
-            self._drop_hooks("before_run")
-            return
-        self._args = tf1.train.SessionRunArgs(fetches=ema[0].op)
+            biased = tf1.Variable(0.0, trainable=False, collections=local, name="queue_size_biased")
+            count = tf1.Variable(0.0, trainable=False, collections=local, name="queue_size_count")
+            new_biased = tf1.assign(biased, biased * d + size * (1.0 - d))
+            new_count = tf1.assign_add(count, 1.0)
+            ema = tf.identity(new_biased / (1.0 - tf.pow(d, new_count)), name="queue_size_EMA")
+        with tf1.name_scope(None):
+            tf1.summary.scalar(size.op.name + "-summary", ema)
+        self._args = tf1.train.SessionRunArgs(fetches=ema.op)
 
     def _before_run(self, ctx: Any) -> Any:
         return self._args

@@ -21,10 +21,26 @@ class _StagingCallback(Callback):
         self._stage = tf1.group(*self._src._stage_ops)
         self._check = self._src._unstage_ops[0][0] if self._src._unstage_ops else None
         self._args = tf1.train.SessionRunArgs(fetches=self._stage)
+        inner = self._src._input
+        # an input fed at each step (FeedInput) is fed for the prefetch too, from the same iteration
+        feed_source = None if isinstance(inner, FeedfreeInput) else getattr(inner, "feed_source", None)
+        self._feed = feed_source() if feed_source is not None else None
 
     def _before_train(self) -> None:
         for _ in range(self._src._nr_stage):
-            self.trainer.sess.run(self._stage)
+            if self._feed is None:
+                self.trainer.sess.run(self._stage)
+                continue
+            placeholders, next_values = self._feed
+            values = next_values()
+            try:
+                self.trainer.sess.run(self._stage, feed_dict=dict(zip(placeholders, values)))
+            except (ValueError, TypeError) as e:  # a datapoint the placeholders cannot take
+                explain = getattr(getattr(next_values, "__self__", None), "explain_feed_error", None)
+                explained = explain(e, tuple(values)) if explain is not None else None
+                if explained is None:
+                    raise
+                raise explained from e
 
     def _before_run(self, ctx: Any) -> Any:
         if self._check is None or dependency_of_fetches(ctx.original_args.fetches, self._check):
@@ -46,12 +62,6 @@ class StagingInput(FeedfreeInput):
     def __init__(self, input: InputSource, nr_stage: int = 1, device: str | None = None) -> None:
         if not isinstance(input, InputSource):
             raise TypeError(f"StagingInput wraps an InputSource, got {input!r}")
-        from trainbus.input_source.feed import FeedInput, PlaceholderInput
-
-        if isinstance(input, (FeedInput, PlaceholderInput)) and not isinstance(input, FeedfreeInput):
-            raise TypeError(f"StagingInput prefetches from an input that needs no feed (QueueInput, TFDatasetInput, "
-                            f"TensorInput...), got {input}, whose placeholders are fed at each step; use "
-                            f"StagingInput(QueueInput(dataflow)) instead")
         self._input = input
         self._nr_stage = int(nr_stage)
         self._device = device
