@@ -395,7 +395,8 @@ def build_parser() -> argparse.ArgumentParser:
     spo.add_argument("src", metavar="SRC", help="a .py file or a directory (every .py under it is ported)")
     spo.add_argument("dst", metavar="DST", nargs="?", default=None,
                      help="where to write the ported tree (a new or empty directory; for a file, the new file)")
-    spo.add_argument("--in-place", action="store_true", help="port SRC where it is, after copying it to SRC.port-backup")
+    spo.add_argument("--in-place", action="store_true",
+                     help="port SRC where it is, after copying it to SRC.port-backup")
     spo.add_argument("--diff", action="store_true", help="print the unified diff (report on stderr) and write nothing")
     spo.set_defaults(func=cmd_port)
     sn = sub.add_parser("new-plugin", help="create a plugin distribution to start from")

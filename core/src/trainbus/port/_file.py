@@ -27,6 +27,9 @@ from trainbus.port._report import Change, Problem
 #: modules whose ``tfv1`` attribute is ``tf.compat.v1``
 _TFV1_HOMES = {"trainbus", "trainbus.compat", "tensorpack", "tensorpack.compat"}
 ENV_MARK = "TF_USE_LEGACY_KERAS"
+#: the two lines that choose Keras 2 before TensorFlow is imported
+ENV_LINES = ("import os  # trainbus port: Keras 2 (package tf_keras) for tf.layers / tf.keras / tf.nn.rnn_cell",
+             f'os.environ.setdefault("{ENV_MARK}", "1")')
 _SHAPE_VALUE = re.compile(r"(?:get_shape\(\)|\.shape)\s*\[[^\]\n]*\]\s*\.value\b")
 
 
@@ -61,8 +64,7 @@ class FileResult:
         after = {k: list(v) for k, v in self.after.items()}
         if env and ENV_MARK not in self.text:
             after.setdefault(self.first_stmt_line - 1, []).insert(0, (
-                f"import os  # trainbus port: Keras 2 (package tf_keras) for tf.layers / tf.keras / tf.nn.rnn_cell{nl}"
-                f'os.environ.setdefault("{ENV_MARK}", "1")',
+                nl.join(ENV_LINES),
                 "sets TF_USE_LEGACY_KERAS=1 before TensorFlow is imported: tf.layers / tf.keras need Keras 2 "
                 "(tf_keras) in graph mode"))
         if not after:
@@ -87,9 +89,9 @@ class FileResult:
                 for ln in text.splitlines():
                     inserted[ln.strip()] = why
         if env:
-            inserted["import os  # trainbus port: Keras 2 (package tf_keras) for tf.layers / tf.keras / tf.nn.rnn_cell"] = \
-                "sets TF_USE_LEGACY_KERAS=1 before TensorFlow is imported (tf.layers / tf.keras need Keras 2)"
-            inserted[f'os.environ.setdefault("{ENV_MARK}", "1")'] = "(same)"
+            inserted[ENV_LINES[0]] = "sets TF_USE_LEGACY_KERAS=1 before TensorFlow is imported (Keras 2 for " \
+                                     "tf.layers / tf.keras / tf.nn.rnn_cell)"
+            inserted[ENV_LINES[1]] = "(same)"
         out: list[Change] = []
         for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
             if op == "equal":
@@ -143,7 +145,8 @@ class _Porter:
         return (lines.byte_offset(node.lineno, node.col_offset),  # type: ignore[attr-defined]
                 lines.byte_offset(node.end_lineno, node.end_col_offset))  # type: ignore[attr-defined]
 
-    def stmt_tokens(self, lines: Lines, toks: list, offs: list[int], node: ast.AST) -> list[tuple[int, tokenize.TokenInfo]]:
+    def stmt_tokens(self, lines: Lines, toks: list, offs: list[int],
+                    node: ast.AST) -> list[tuple[int, tokenize.TokenInfo]]:
         s, e = self.span(lines, node)
         return [(o, t) for o, t in zip(offs, toks) if s <= o < e and t.type in (tokenize.NAME, tokenize.OP)]
 
@@ -223,7 +226,8 @@ class _Porter:
 
     def _out_of_scope(self, line: int, module: str, names: list[str], table: dict[str, str]) -> None:
         if module in table:
-            self.problem(line, module.replace("trainbus", "tensorpack", 1), f"trainbus does not provide it: {table[module]}",
+            self.problem(line, module.replace("trainbus", "tensorpack", 1),
+                         f"trainbus does not provide it: {table[module]}",
                          "remove the import and the code using it, or keep that part on tensorpack")
         for n in names:
             if n in table:
@@ -458,7 +462,8 @@ class _Porter:
             self.res.packages["tf_slim"] = "the home of tf.contrib.slim and of tf.contrib.layers' layers"
         if need_slim and not re.search(r"^\s*import tf_slim\s*(#.*)?$", self.res.text, re.M):
             t = ast.parse(self.res.text)
-            where = next((b.node.end_lineno for b in self.bindings(t) if b.node is not None), None)  # type: ignore[union-attr]
+            where = next((b.node.end_lineno for b in self.bindings(t)  # type: ignore[union-attr]
+                          if b.node is not None), None)
             indent = ""
             if where is None:
                 where = self.res.first_stmt_line - 1
@@ -476,9 +481,11 @@ class _Porter:
 
     def rnn_alias(self, tree: ast.Module, lines: Lines, node: ast.AST, root: str, parent: ast.AST | None,
                   v1: str, edits: list[Edit]) -> None:
-        if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)):
-            self.problem(node.lineno, f"{root}.contrib.rnn", "the tf.contrib.rnn module is used other than through "  # type: ignore[attr-defined]
-                         "`name = tf.contrib.rnn`", "name its members: tf.compat.v1.nn.rnn_cell.X / tf.compat.v1.nn.static_rnn")
+        if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1
+                and isinstance(parent.targets[0], ast.Name)):
+            self.problem(node.lineno, f"{root}.contrib.rnn",  # type: ignore[attr-defined]
+                         "the tf.contrib.rnn module is used other than through `name = tf.contrib.rnn`",
+                         "name its members: tf.compat.v1.nn.rnn_cell.X / tf.compat.v1.nn.static_rnn")
             return
         alias = parent.targets[0].id
         s, e = self.span(lines, node)
@@ -504,8 +511,9 @@ class _Porter:
                              "file has no TensorFlow name to write it with", f"import tensorflow.compat.v1 as tf and "
                              f"write tf.nn.{x}")
             else:
-                self.problem(use.lineno, f"{alias}.{x} (tf.contrib.rnn.{x})", "tf.contrib.rnn is gone and this member "
-                             "has no maintained home", "use a cell of tf.compat.v1.nn.rnn_cell (LSTMCell, GRUCell, ...)")
+                self.problem(use.lineno, f"{alias}.{x} (tf.contrib.rnn.{x})",
+                             "tf.contrib.rnn is gone and this member has no maintained home",
+                             "use a cell of tf.compat.v1.nn.rnn_cell (LSTMCell, GRUCell, ...)")
 
     def contrib_import(self, lines: Lines, toks: list, offs: list[int], node: ast.Import | ast.ImportFrom,
                        edits: list[Edit]) -> bool:
@@ -554,8 +562,8 @@ class _Porter:
                 return False
             sub = (mod.split(".") + [node.names[0].name])[2]
             self.problem(node.lineno, f"from {mod} import ...", f"tensorflow.contrib.{sub} is gone in TensorFlow 2",
-                         _tables.CONTRIB_NO_HOME.get(sub, "import its maintained home (tf_slim, tf.compat.v1.nn.rnn_cell, "
-                                                          "...) instead"))
+                         _tables.CONTRIB_NO_HOME.get(sub, "import its maintained home (tf_slim, "
+                                                          "tf.compat.v1.nn.rnn_cell, ...) instead"))
             return False
         for (s, e, name), a in zip(spans, node.names):
             if not name.startswith("tensorflow.contrib"):
@@ -617,7 +625,8 @@ class _Porter:
                     if name.startswith(("tensorflow.keras", "tensorflow.compat.v1.nn.rnn_cell")):
                         self.res.keras2.append((node.lineno, name))
                     elif name == "keras" or name.startswith("keras."):
-                        edits.append(Edit(s, e, "tf_keras" + name[5:] + ("" if a.asname or "." in name else " as keras"),
+                        bind = "" if a.asname or "." in name else " as keras"
+                        edits.append(Edit(s, e, "tf_keras" + name[5:] + bind,
                                           node.lineno, "Keras 2 is the tf_keras package on TensorFlow 2.21"))
                         self.res.keras2.append((node.lineno, name))
                     elif name.startswith(("tf_keras", "trainbus.contrib.keras")):

@@ -47,8 +47,8 @@ TF_SLIM = frozenset({
 
 #: ``tf.contrib`` submodules with no maintained home that a rule could map to: name -> suggestion
 CONTRIB_NO_HOME = {
-    "eager": "TensorFlow 2 runs eagerly by default: use tf.executing_eagerly() / tf.compat.v1.enable_eager_execution(), "
-             "and tf.Variable / tf.GradientTape in place of tfe's helpers",
+    "eager": "TensorFlow 2 runs eagerly by default: use tf.executing_eagerly() / "
+             "tf.compat.v1.enable_eager_execution(), and tf.Variable / tf.GradientTape in place of tfe's helpers",
     "distributions": "install tensorflow-probability and use tfp.distributions",
     "graph_editor": "rebuild the graph with the changed pieces (tf.compat.v1.import_graph_def's input_map)",
     "cudnn_rnn": "use tf.compat.v1.nn.rnn_cell.LSTMCell / GRUCell (or tf.keras.layers.LSTM with Keras 2)",
