@@ -145,20 +145,31 @@ def test_a_good_run_after_the_checks_trains_as_before(logdir):
         assert trainer.global_step == 8
 
 
-def test_dataflow_to_dataset_names_the_component_of_a_datapoint_it_cannot_convert():
-    """TFDatasetInput.dataflow_to_dataset (the user builds the pipeline on it): the error TF
-    raises from the generator carries the message."""
-    df = BadThird(BAD["dtype"])
+class BadFirst(BadThird):
+    def __iter__(self):
+        yield self.bad
+        yield GOOD
+
+
+@pytest.mark.parametrize("df, error", [
+    (BadFirst(BAD["dtype"]), "ValueError: TFDatasetInput.dataflow_to_dataset: component 0 of a datapoint from the "
+                             "dataflow BadFirst cannot be converted to float32: the input signature expects float32"),
+    (BadThird(BAD["missing"]), "ValueError: TFDatasetInput.dataflow_to_dataset: the dataflow BadThird produced a "
+                               "datapoint of 1 component, but 2 components were expected (float32, int32); got [0: "
+                               "an array of float32 with shape (4, 4)]"),
+], ids=["first-dtype", "third-missing"])
+def test_dataflow_to_dataset_names_the_dataflow_and_component(df, error):
+    """TFDatasetInput.dataflow_to_dataset (the user builds the pipeline on it): the first
+    datapoint is checked fully, every one for its number of components; the error TF raises from
+    the generator carries the message."""
     with tf.Graph().as_default():
         ds = TFDatasetInput.dataflow_to_dataset(df, [tf.float32, tf.int32])
         nxt = tf1.data.make_one_shot_iterator(ds).get_next()
         with tf1.Session() as sess:
-            sess.run(nxt)
-            sess.run(nxt)
             with pytest.raises(tf.errors.InvalidArgumentError) as info:
-                sess.run(nxt)
-    assert ("ValueError: TFDatasetInput.dataflow_to_dataset: component 0 of a datapoint from the dataflow BadThird "
-            "cannot be converted to float32") in str(info.value)
+                for _ in range(4):
+                    sess.run(nxt)
+    assert error in str(info.value)
 
 
 @pytest.mark.parametrize("dataset, match", [
@@ -197,11 +208,6 @@ def test_staging_input_over_feed_input_prefetches_the_datapoints_in_order(logdir
     assert len(rec.seen) == 16
     for got, x in zip(rec.seen, want + want):
         np.testing.assert_array_equal(got, x)
-
-    class BadFirst(BadThird):
-        def __iter__(self):
-            yield self.bad
-            yield GOOD
 
     with pytest.raises(ValueError, match=re.escape(EXPECTED["dtype"].format(src="FeedInput (inside StagingInput)")
                                                    .replace("BadThird", "BadFirst"))):

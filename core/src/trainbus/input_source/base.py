@@ -95,10 +95,13 @@ def explain_datapoint(source: str, dataflow: Any, dp: Any, inputs: Sequence[Inpu
         got = "; ".join(f"{k}: {_describe_value(v)}" for k, v in enumerate(list(dp)[:6]))
         if len(dp) > 6:
             got += "; ..."
+        if None in names:  # components of given types, not the model's inputs
+            want = f"{len(inputs)} components were expected ({', '.join(d.name for _, d, _ in inputs)})"
+        else:
+            want = (f"the model has {len(inputs)} inputs {names}: expected one component per input, in the order of "
+                    "the model's inputs()")
         return (f"{source}: the dataflow {df} produced a datapoint of {len(dp)} component"
-                f"{'' if len(dp) == 1 else 's'}, but the model has "
-                f"{len(inputs)} inputs {names}: expected one component per input, in the order of the model's "
-                f"inputs(); got [{got}]")
+                f"{'' if len(dp) == 1 else 's'}, but {want}; got [{got}]")
     for k, (value, (name, dtype, shape)) in enumerate(zip(dp, inputs)):
         try:
             arr = np.asarray(value, dtype=dtype.as_numpy_dtype)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -31,22 +32,24 @@ def _shape_test(shape: Any) -> Callable[[tuple], bool] | None:
     if shape.rank is None:
         return None
     rank = shape.rank
-    known = tuple((i, d) for i, d in enumerate(shape.as_list()) if d is not None)
+    known = [(i, d) for i, d in enumerate(shape.as_list()) if d is not None]
     if not known:
         return lambda s: len(s) == rank
-    return lambda s: len(s) == rank and all(s[i] == d for i, d in known)
+    get = itemgetter(*[i for i, _ in known])
+    want = tuple(d for _, d in known) if len(known) > 1 else known[0][1]
+    return lambda s: len(s) == rank and get(s) == want
 
 
-def _dataflow_generator(df: Any, inputs: Sequence[InputSpec], who: str,
-                        on_bad: Callable[[str, BaseException], None] | None) -> Callable[[], Any]:
+def _checked_generator(df: Any, inputs: Sequence[InputSpec], who: str,
+                       on_bad: Callable[[str, BaseException], None]) -> Callable[[], Any]:
     """A generator function over the datapoints of ``df`` as tuples of arrays of the inputs'
-    dtypes (what ``Dataset.from_generator`` then takes as they are). A datapoint that does not fit
-    ``inputs`` (components, dtypes, shapes) gets a message naming ``who``, the dataflow and the
-    component: handed to ``on_bad(message, error)``, after which the iteration ends, or raised
-    when ``on_bad`` is None. The conversion ``from_generator`` would do is done here, inside a
-    ``try``, so the happy path costs what it cost."""
+    dtypes and shapes (``Dataset.from_generator`` then takes them as they are). A datapoint that
+    does not fit ``inputs`` (components, dtypes, shapes) gets a message naming ``who``, the
+    dataflow and the component, handed to ``on_bad(message, error)``; the iteration then ends.
+    Per datapoint this is the conversion ``from_generator`` would do, a type test per component
+    when it is already an array of the right dtype, and a shape test."""
     n = len(inputs)
-    np_types = [dtype.as_numpy_dtype for _, dtype, _ in inputs]
+    np_types = [np.dtype(dtype.as_numpy_dtype) for _, dtype, _ in inputs]
     tests = [_shape_test(shape) for _, _, shape in inputs]
     if not any(t is not None for t in tests):
         tests = []
@@ -57,18 +60,36 @@ def _dataflow_generator(df: Any, inputs: Sequence[InputSpec], who: str,
             try:
                 if len(dp) != n:
                     raise ValueError(f"a datapoint of {len(dp)} components for {n} inputs")
-                out = tuple([v if type(v) is ndarray and v.dtype == t else asarray(v, dtype=t)
+                out = tuple([v if type(v) is ndarray and v.dtype is t else asarray(v, dtype=t)
                              for v, t in zip(dp, np_types)])
                 for a, test in zip(out, tests):
                     if test is not None and not test(a.shape):
                         raise ValueError(f"an array of shape {a.shape}")
             except (ValueError, TypeError) as e:
-                why = explain_datapoint(who, df, dp, inputs) or f"{who}: a datapoint of {type(df).__name__}: {e}"
-                if on_bad is None:
-                    raise ValueError(why) from e
-                on_bad(why, e)
+                on_bad(explain_datapoint(who, df, dp, inputs) or f"{who}: a datapoint of {type(df).__name__}: {e}", e)
                 return
             yield out
+
+    return generate
+
+
+def _first_checked_generator(df: Any, inputs: Sequence[InputSpec], who: str) -> Callable[[], Any]:
+    """A generator function over the datapoints of ``df`` as tuples, as they are: the first
+    datapoint of each pass is checked fully (components, conversion to the dtypes), the others
+    only for their number of components, so the conversion stays ``from_generator``'s own."""
+    n = len(inputs)
+
+    def generate() -> Any:
+        first = True
+        for dp in df:
+            if first:
+                first = False
+                why = explain_datapoint(who, df, dp, inputs)
+                if why is not None:
+                    raise ValueError(why)
+            elif len(dp) != n:
+                raise ValueError(explain_datapoint(who, df, dp, inputs))
+            yield tuple(dp)
 
     return generate
 
@@ -137,7 +158,7 @@ class TFDatasetInput(FeedfreeInput):
             self._failure = e  # the dataset ends here; the trainer raises failure() at OutOfRangeError
 
         df.reset_state()
-        gen = _dataflow_generator(df, inputs, self.describe(), bad)
+        gen = _checked_generator(df, inputs, self.describe(), bad)
         sig = tuple(tf.TensorSpec(None, s.dtype) for s in input_signature)
         return tf.data.Dataset.from_generator(gen, output_signature=sig)
 
@@ -165,7 +186,10 @@ class TFDatasetInput(FeedfreeInput):
     def dataflow_to_dataset(df: Any, types: Sequence[Any]) -> Any:
         """A ``tf.data.Dataset`` of the (list) datapoints of ``df``, one tuple of components of
         ``types`` each; calls ``df.reset_state()``. Finite when ``df`` is: add ``.repeat()`` to train
-        on it for several epochs.
+        on it for several epochs. The first datapoint of each pass is checked (number of
+        components, conversion to ``types``) and the others' number of components, with errors
+        naming the dataflow and the component; converting the others is left to
+        ``from_generator``, at no added cost.
 
         :param df: a DataFlow producing lists (anything with ``__iter__`` and ``reset_state``).
         :param types: the ``tf.DType`` of every component.
@@ -177,7 +201,7 @@ class TFDatasetInput(FeedfreeInput):
                             f"component, got {types!r}")
         dtypes = [tf.as_dtype(t) for t in types]
         df.reset_state()
-        gen = _dataflow_generator(df, [(None, t, tf.TensorShape(None)) for t in dtypes],
-                                  "TFDatasetInput.dataflow_to_dataset", None)
+        gen = _first_checked_generator(df, [(None, t, tf.TensorShape(None)) for t in dtypes],
+                                       "TFDatasetInput.dataflow_to_dataset")
         sig = tuple(tf.TensorSpec(None, t) for t in dtypes)
         return tf.data.Dataset.from_generator(gen, output_signature=sig)
