@@ -37,7 +37,7 @@ class Batches:
         k = 0
         while True:
             if k == self.fail_after:
-                raise ValueError(f"batch {k} of the test data is broken\nsecond line of the message")
+                raise ValueError(f"batch {k} of the test data is broken" + chr(10) + "second line of the message")
             if self.sleep:
                 time.sleep(self.sleep)
             x = self._rng.rand(4, 3).astype("float32")
@@ -86,18 +86,22 @@ def _leftovers(path: str) -> None:
 
 
 class Ready(Callback):
-    """``trigger()`` every step: after the first, write ``path`` (JSON: the step and the worker
-    pids of the newest runner); at after_train, write ``path + ".end"`` (see ``_leftovers``)."""
+    """``trigger()`` every step: write the global step into ``path + ".last"``; after the first,
+    write ``path`` (JSON: the step and the worker pids of the newest runner); at interpreter exit,
+    after the dataflow's own cleanup, write ``path + ".end"`` (see ``_leftovers``)."""
 
     def __init__(self, path: str, sleep: float = 0.02) -> None:
         self.path = path
         self.sleep = sleep
         self._done = False
 
-    def _before_train(self) -> None:
+    def _setup_graph(self) -> None:
+        # registered before the input starts its dataflow: runs after the dataflow's own cleanup
         atexit.register(_leftovers, self.path + ".end")
 
     def _trigger(self) -> None:
+        with open(self.path + ".last", "w", encoding="utf-8") as f:
+            f.write(f"{self.global_step}\n")
         if not self._done:
             runner = RUNNERS[-1]
             pids = runner.worker_pids

@@ -438,21 +438,30 @@ class WorkerThread(StoppableThread):
             self.stop()
 
 
+def await_stop_after_report() -> None:
+    """In a worker that sent its exception to the parent: stay until the parent stops this process
+    (it does once it has read the report). Exiting at once could lose the report: when a process
+    ends, what it wrote to the pipe but the parent has not read yet (a full queue) can be dropped.
+    Leaves when the parent is gone (where the kernel does not kill the worker with it)."""
+    parent = os.getppid()
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
+
+
 @contextmanager
 def reporting_worker_errors(ctx: Any, sock: Any, idx: int | str) -> Iterator[None]:
     """The body of a worker process that sends on ``sock`` (of ``ctx``): an exception in it is sent
-    as an ``EXC_MARK`` message (delivered before the process exits) and the worker ends with exit
-    status 1 (the parent reports it: the worker prints nothing itself); Ctrl-C ends the worker
-    quietly; the socket and context are closed at the end either way."""
+    as an ``EXC_MARK`` message and the worker waits for the parent to stop it (see
+    :func:`await_stop_after_report`; the parent reports the error: the worker prints nothing
+    itself); Ctrl-C ends the worker quietly; the socket and context are closed at the end."""
     try:
         yield
     except KeyboardInterrupt:
         pass
     except BaseException:
         sock.send_multipart([EXC_MARK, dumps(worker_exception_payload(idx))])
-        sock.close(linger=5000)  # deliver the error before exiting
-        ctx.term()
-        raise SystemExit(1) from None
+        await_stop_after_report()
     finally:
         if not sock.closed:
             sock.close(0)
@@ -552,8 +561,7 @@ class MultiProcessZMQDataFlow(DataFlow):
         return died_error(owner, info["label"], info["pid"], info["exitcode"])
 
     def _fail(self, exc: BaseException) -> None:
-        """Log one line, stop everything, raise ``exc``."""
-        logger.info(f"[{type(self).__name__}] {str(exc).splitlines()[0][:300]}")
+        """Stop everything, raise ``exc`` (the one report of the failure: nothing is logged)."""
         self.close()
         raise exc
 
@@ -779,7 +787,6 @@ class MultiProcessRunner(ProxyDataFlow):
         return obj
 
     def _fail(self, exc: BaseException) -> None:
-        logger.info(f"[MultiProcessRunner] {str(exc).splitlines()[0][:300]}")
         self.close()
         raise exc
 

@@ -34,7 +34,7 @@ from trainbus.utils.serialize import dumps, loads
 from trainbus_dataflow.base import DataFlowReentrantGuard, DataFlowTerminated, ProxyDataFlow
 from trainbus_dataflow.common import BatchData, RepeatedData
 from trainbus_dataflow.parallel import (DIED_MARK, EXC_MARK, MultiProcessZMQDataFlow, WorkerThread, _fork_context,
-                                        bind_socket, die_with_parent, died_error, make_worker_exception, pipe_name,
+                                        await_stop_after_report, bind_socket, die_with_parent, died_error, make_worker_exception, pipe_name,
                                         rebuild_thread_exception, reporting_worker_errors, send_datapoint,
                                         worker_exception_payload, zmq_terminated_as_dataflow_terminated)
 
@@ -427,8 +427,7 @@ class MultiProcessMapAndBatchDataZMQ(MultiProcessZMQDataFlow):
                 err = ctx.socket(zmq.PUSH)
                 err.connect(self.result_pipe)
                 err.send_multipart([EXC_MARK, dumps(worker_exception_payload("", "the dispatcher"))])
-                err.close(linger=5000)
-                raise SystemExit(1) from None  # reported by the parent
+                await_stop_after_report()  # the parent reports it, then stops this process
             finally:
                 sock.close(0)
                 ctx.destroy(0)
@@ -469,8 +468,7 @@ class MultiProcessMapAndBatchDataZMQ(MultiProcessZMQDataFlow):
                 pass
             except BaseException:
                 out.send_multipart([EXC_MARK, dumps(worker_exception_payload(self.identity.decode()))])
-                out.close(linger=5000)
-                raise SystemExit(1) from None  # reported by the parent
+                await_stop_after_report()  # the parent reports it, then stops this process
             finally:
                 inp.close(0)
                 if not out.closed:

@@ -1,5 +1,10 @@
 """DataFlows across machines or processes over ZMQ: ``send_dataflow_zmq`` serves a dataflow on a
-PUSH socket; ``RemoteDataZMQ`` reads what one or two such senders push."""
+PUSH socket; ``RemoteDataZMQ`` reads what one or two such senders push.
+
+The endpoints are the caller's: ZMQ checks no credentials, so anyone who can reach a bound TCP
+port can push datapoints into training or take them. Bind ``tcp://127.0.0.1:PORT`` (reach it from
+other hosts through an SSH tunnel) unless every host on the network is trusted; an ``ipc://`` path
+is as private as its directory's permissions make it."""
 
 from __future__ import annotations
 
