@@ -180,7 +180,7 @@ def _argparse_error(capsys, argv: list[str]) -> str:
     return lines[0]
 
 
-TOP = "(valid: plugins, order, train, new-plugin, -h/--help, --version)"
+TOP = "(valid: plugins, order, train, show, port, new-plugin, -h/--help, --version)"
 
 
 def test_argparse_errors_are_one_line_naming_the_valid_ones(in_tmp, capsys) -> None:
@@ -202,9 +202,9 @@ def test_unknown_argument_is_one_line_with_the_subcommands_options(in_tmp, capsy
     assert _argparse_error(capsys, ["plugins", "--bogus"]) == \
         "trainbus plugins: unknown argument --bogus (valid: -h/--help, --load, --no-load, --strict)"
     assert _argparse_error(capsys, ["train", "--dryrun", "run.toml"]) == \
-        "trainbus train: unknown argument --dryrun (valid: RUN.toml, -h/--help, --dry-run)"
+        "trainbus train: unknown argument --dryrun (valid: RUN.toml, -h/--help, --dry-run, --set)"
     assert _argparse_error(capsys, ["train", "a.toml", "b.toml"]) == \
-        "trainbus train: unknown argument b.toml (valid: RUN.toml, -h/--help, --dry-run)"
+        "trainbus train: unknown argument b.toml (valid: RUN.toml, -h/--help, --dry-run, --set)"
     assert _argparse_error(capsys, ["order", "m:x", "--dir", "d"]) == \
         "trainbus order: unknown arguments --dir d (valid: SPEC, -h/--help)"
     assert not list(in_tmp.iterdir())  # nothing was run

@@ -27,7 +27,7 @@ _CORE_ALL = ["hookimpl", "hookspec", "StopTraining", "PluginConflictError", "Plu
 
 _LAZY_MODULES = {
     "callbacks", "train", "tfutils", "dataflow", "input_source", "predict", "utils", "models", "testing", "hookspecs",
-    "compose", "config_file", "compat", "graph_builder", "contrib", "plugin_api",
+    "compose", "config_file", "compat", "graph_builder", "contrib", "plugin_api", "checkpoint", "show",
 }
 _LAZY = {
     "ModelDesc": "trainbus.train", "ModelDescBase": "trainbus.train", "Trainer": "trainbus.train",
@@ -94,7 +94,7 @@ def __getattr__(name: str) -> Any:
             globals()[name] = value
             return value
     # ``from trainbus import Nmae``: an ImportError naming the closest names; else AttributeError
-    _registry._raise_missing(__name__, name, [*__dir__(), *_star_names()])
+    _registry._raise_missing(__name__, name, lambda: [*__dir__(), *_star_names()])
 
 
 def __dir__() -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import importlib
 import re
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from importlib_metadata import EntryPoint, entry_points
 
@@ -205,11 +205,11 @@ def installed_names(groups: Iterable[str]) -> list[str]:
     return sorted({n for g in groups for n in index(g)})
 
 
-def _raise_missing(module: str, name: str, known: Iterable[str]) -> None:
+def _raise_missing(module: str, name: str, known: Callable[[], Iterable[str]]) -> None:
     """A name the module does not have. Imported by ``from module import name``: an
-    ``ImportError`` with the closest names (Python's own says only "cannot import name");
-    looked up as an attribute (``hasattr``, ``getattr``): an ``AttributeError``, as usual."""
-    import difflib
+    ``ImportError`` with the closest of the names ``known()`` gives (Python's own says only
+    "cannot import name"); looked up as an attribute (``hasattr``, ``getattr``): an
+    ``AttributeError``, as usual, and ``known`` is not called (it may import modules)."""
     import dis
     import sys
 
@@ -222,7 +222,9 @@ def _raise_missing(module: str, name: str, known: Iterable[str]) -> None:
         del frame
     if not importing:
         raise AttributeError(f"module {module!r} has no attribute {name!r}", name=name, obj=sys.modules.get(module))
-    public = list(dict.fromkeys(n for n in known if not n.startswith("_")))
+    import difflib
+
+    public = list(dict.fromkeys(n for n in known() if not n.startswith("_")))
     close = difflib.get_close_matches(name, public, n=3, cutoff=0.6)
     if not close:
         close = [n for n in public if n.lower() == name.lower()]
@@ -267,7 +269,7 @@ def make_module_getattr(module: str, groups: tuple[str, ...], namespace: dict,
             except AttributeError as e:
                 if str(e) != f"module {module!r} has no attribute {name!r}":
                     raise
-                _raise_missing(module, name, __dir__())
+                _raise_missing(module, name, __dir__)
         namespace[name] = value  # later lookups skip __getattr__
         return value
 
