@@ -156,13 +156,14 @@ def test_rerun_after_a_stop_mid_epoch_continues_from_its_final_checkpoint(rundir
     assert "Setting starting_epoch to 2" in out
     assert "Start Epoch 1 " not in out and "Start Epoch 2 " in out
     assert "Restored the state of callback" in out  # MinSaver's best value came back
-    # the run continued at step 7: epochs 2 and 3 end at steps 10 and 14
-    assert _stats(log) == [(1, 4), (2, 10), (3, 14)]
-    assert _steps(log) == [14]  # max_to_keep = 1: model-6 went only when a newer one existed
-    assert tf.train.load_variable(str(log / "model-14"), "global_step") == 14
+    # the run continued at step 7 and finished epoch 2 on its boundary: epochs 2 and 3 end at
+    # steps 8 and 12, as in an uninterrupted run
+    assert _stats(log) == [(1, 4), (2, 8), (3, 12)]
+    assert _steps(log) == [12]  # max_to_keep = 1: model-6 went only when a newer one existed
+    assert tf.train.load_variable(str(log / "model-12"), "global_step") == 12
     # the weights continued from model-6 (a fresh start would have 8 steps from zero)
-    assert not (tf.train.load_variable(str(log / "model-14"), "w") == w6).all()
-    state = json.loads((log / "model-14.trainbus.json").read_text())
+    assert not (tf.train.load_variable(str(log / "model-12"), "w") == w6).all()
+    state = json.loads((log / "model-12.trainbus.json").read_text())
     assert any("MinSaver" in k for k in state), state
 
 
@@ -272,7 +273,7 @@ def test_sigterm_then_the_same_command_continues(rundir) -> None:
     stats = _stats(log)
     steps = [s for _, s in stats]
     assert steps == sorted(set(steps)) and [e for e, _ in stats] == [1, 2, 3], stats
-    last = step + (3 - step // 4) * 4  # the epochs after the checkpoint's last complete one
+    last = 3 * 4  # epoch 3 ends on its boundary, whatever step the interrupted run stopped at
     assert steps[-1] == last and _steps(log)[-1] == last
     assert all(s >= step for s in _steps(log))  # the interrupted run's checkpoint went only for newer ones
 

@@ -57,10 +57,12 @@ def test_dropped_records_are_gone_from_the_file_before_the_first_step(logdir):
     assert [r["epoch_num"] for r in _stats(logdir)] == [1, 2, 3]
 
 
-def test_without_logger_dir_the_warning_says_so(tmp_path, monkeypatch, tb_log):
+def test_without_logger_dir_the_warning_says_so_when_training_starts(tmp_path, monkeypatch, tb_log):
     monkeypatch.chdir(tmp_path)
     writer = trainbus.callbacks.JSONWriter()
     assert not writer.enabled and str(writer) == "JSONWriter(disabled: no logger directory)"
+    assert not [r for r in tb_log if "JSONWriter" in r.getMessage()]  # the directory may still be set
+    train_tiny(monitors=[writer], max_epoch=1, steps_per_epoch=1)
     assert [r.getMessage() for r in tb_log if "JSONWriter" in r.getMessage()] == [
         "JSONWriter: the logger directory was not set (logger.set_logger_dir); JSONWriter is ignored."]
 
@@ -135,7 +137,8 @@ def test_disk_full_keeps_the_previous_file_and_writes_everything_next_time(logdi
     assert [r["epoch_num"] for r in probe.seen[2]] == [1]  # epoch 2's write failed, epoch 1's file stayed
     assert [r["epoch_num"] for r in _stats(logdir)] == [1, 2, 3]
     errors = [r.getMessage() for r in tb_log if r.levelname == "ERROR"]
-    assert errors == [f"JSONWriter could not write {path}: [Errno 28] No space left on device: '{path}'"]
+    assert errors == [f"JSONWriter: cannot write {path}: No space left on device (ENOSPC); the previous file stays; "
+                      "its records are kept in memory and written at the next epoch."]
 
 
 class PutPerStep(Callback):

@@ -155,19 +155,21 @@ def test_gap_between_history_and_starting_epoch_backs_up(logdir, tb_log):
     assert f"moved to {logdir / backups[0]}" in warning[0]
 
 
-def test_corrupt_existing_file_is_an_error_naming_it_and_is_kept(logdir):
+def test_a_damaged_existing_file_is_kept_aside_and_the_run_records_a_fresh_one(logdir, tb_log):
     path = logdir / "stats.json"
-    path.write_text('[{"epoch_num": 1, "global_step": 2, "cost": 0.')
-    with pytest.raises(CorruptStatsError, match="stats.json"):
-        trainbus.callbacks.JSONWriter()
-    assert path.read_text() == '[{"epoch_num": 1, "global_step": 2, "cost": 0.'
-    # corrupted after construction: training stops at before_train, before any step, file kept
-    path.unlink()
-    writer = trainbus.callbacks.JSONWriter()
-    path.write_text('{"not": "a list"}')
-    with pytest.raises(CorruptStatsError, match=str(path)):
-        train_tiny(callbacks=[PutStats()], monitors=[writer], max_epoch=2, steps_per_epoch=2)
-    assert path.read_text() == '{"not": "a list"}'
+    for damaged, problem in (('[{"epoch_num": 1, "global_step": 2, "cost": 0.', "is not valid JSON ("),
+                             ('{"not": "a list"}', "does not hold a list of records")):
+        path.write_text(damaged)
+        with pytest.raises(CorruptStatsError, match=str(path)):
+            trainbus.callbacks.JSONWriter.load_existing_json(str(logdir))
+        train_tiny(callbacks=[PutStats()], monitors=[trainbus.callbacks.JSONWriter()], max_epoch=2, steps_per_epoch=2)
+        aside = sorted(p for p in logdir.iterdir() if p.name.startswith("stats.json.damaged-"))
+        assert [p.read_text() for p in aside][-1] == damaged
+        for p in aside:
+            p.unlink()
+        assert [r["epoch_num"] for r in json.loads(path.read_text())] == [1, 1, 2, 2]
+        assert any(r.getMessage().startswith(f"JSONWriter: {path} {problem}") for r in tb_log)
+        path.unlink()
 
 
 def test_without_logger_dir_it_warns_and_writes_nothing(tmp_path, monkeypatch):

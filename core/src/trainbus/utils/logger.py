@@ -250,7 +250,7 @@ def set_logger_dir(dirname: str | os.PathLike, action: str | None = None) -> Non
     lock = None
     if target == dirname and os.path.isdir(dirname):
         # another training there is refused now, before anything reads or changes the directory
-        from trainbus.checkpoint import RunDirLock
+        from trainbus.utils.rundirlock import RunDirLock
 
         lock = RunDirLock(dirname).acquire()
     LOG_DIR = target
