@@ -69,6 +69,22 @@ def test_stop_reason_in_the_summary(logdir):
     assert "checkpoints kept: none" in summary
 
 
+def test_stop_training_raised_by_a_callback_is_the_reason(logdir):
+    from trainbus import StopTraining
+    from trainbus.callbacks import Callback
+    from trainbus.testing import train_tiny
+
+    class Enough(Callback):
+        def _trigger_epoch(self):
+            if self.trainer.epoch_num == 2:
+                raise StopTraining("the loss is low enough")
+
+    train_tiny(callbacks=[Enough()], max_epoch=5)
+    summary = _log(logdir)[_log(logdir).index("Run summary:"):]
+    assert re.search(r"global step 16; stopped in epoch 2 by StopTraining: the loss is low enough$", summary.splitlines()[0]
+                     .split("] ", 1)[-1]), summary
+
+
 def test_a_config_past_its_max_epoch_trains_nothing(logdir, caplog):
     from trainbus import TrainConfig, launch_train_with_config
     from trainbus.testing import TinyModel, tiny_dataflow

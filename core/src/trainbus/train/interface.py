@@ -87,8 +87,10 @@ def launch_train_with_config(config: Any, trainer: Any) -> None:
         _say_logdir_untouched(logger)
         if getattr(trainer, "_training_started", False):
             _log_summary(logger, summary, e)
+        summary.close()
         raise
     except BaseException:
+        summary.close()
         _say_logdir_untouched(logger)  # only while the action is still pending (nothing trained)
         raise
     _log_summary(logger, summary, None)

@@ -54,6 +54,30 @@ class RunSummary:
         self.trainer = trainer
         self.start = time.perf_counter()
         self.first_epoch = int(getattr(config, "starting_epoch", 1) or 1)
+        self.stopped_because: str | None = None
+        self._listen()
+
+    def _listen(self) -> None:
+        """Note the trainer's line saying why the loop ended early (a callback's StopTraining,
+        the input running out); called once per log line, never per step."""
+        import logging
+
+        def note(record: logging.LogRecord) -> bool:
+            msg = record.getMessage() if record.levelno == logging.INFO else ""
+            if msg.startswith("Training was stopped by "):
+                self.stopped_because = msg[len("Training was stopped by "):].rstrip(".")
+            return True
+
+        self._log = logging.getLogger("trainbus")
+        self._note = note
+        self._log.addFilter(note)
+
+    def close(self) -> None:
+        """Stop listening to the log (idempotent)."""
+        log = getattr(self, "_log", None)
+        if log is not None:
+            log.removeFilter(self._note)
+            self._log = None
 
     def _steps(self) -> tuple[int, int, int]:
         """(global step now, steps done in this run, steps per epoch)."""
@@ -75,6 +99,8 @@ class RunSummary:
             return f"stopped: {reason}"
         if spe and max_epoch is not None and gstep >= max_epoch * spe:
             return f"reached max_epoch = {max_epoch}"
+        if self.stopped_because:
+            return f"stopped in epoch {epoch} by {self.stopped_because}"
         return f"stopped in epoch {epoch} before max_epoch = {max_epoch} (a callback raised StopTraining, or the " \
                "input ran out of data; see the log above)"
 
@@ -84,17 +110,16 @@ class RunSummary:
         dirs: list[str] = []
         for cb in [*getattr(self.config, "callbacks", []), *getattr(self.config, "extra_callbacks", [])]:
             d = getattr(cb, "checkpoint_dir", None)
-            if isinstance(d, str) and d not in dirs:
-                dirs.append(d)
-        if logdir and logdir not in dirs:
-            dirs.append(logdir)
+            if isinstance(d, str) and os.path.abspath(d) not in dirs:
+                dirs.append(os.path.abspath(d))
+        if logdir and os.path.abspath(logdir) not in dirs:
+            dirs.append(os.path.abspath(logdir))
         out: list[str] = []
         for d in dirs:
             if not os.path.isdir(d):
                 continue
             for c in find_checkpoints(d):
-                where = c.prefix if os.path.dirname(os.path.abspath(c.prefix)) != os.path.abspath(logdir or "") \
-                    else c.name
+                where = c.prefix if d != os.path.abspath(logdir or "") else c.name
                 out.append(where + ("" if c.readable else f" (NOT READABLE: {c.problem})"))
         return out
 
@@ -103,6 +128,7 @@ class RunSummary:
         from trainbus.show import _fmt, best_values
         from trainbus.utils import logger
 
+        self.close()
         wall = time.perf_counter() - self.start
         gstep, done, spe = self._steps()
         loop = getattr(self.trainer, "loop", None)
