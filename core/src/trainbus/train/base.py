@@ -60,29 +60,6 @@ def _graph_for_new_trainer() -> Any:
     return _tf.tf1().get_default_graph()
 
 
-def _legacy_state_matches(states: dict[str, Any], members: list[tuple[str, Any]]) -> dict[str, str]:
-    """``{state_key: saved key}`` for states saved before state keys existed (keyed by class
-    name, ``Name#1`` for a second instance), where that cannot be ambiguous: the file holds one
-    state of the class, and exactly one unmatched callback of the run has that class."""
-    from trainbus.callbacks.base import ProxyCallback
-
-    def class_name(cb: Any) -> str:
-        while isinstance(cb, ProxyCallback):
-            cb = cb.cb
-        return type(cb).__name__
-
-    unmatched = [(k, cb) for k, cb in members if k not in states]
-    exact = {k for k, _ in members if k in states}
-    out: dict[str, str] = {}
-    for saved in states:
-        if "(" in saved or "#" in saved or f"{saved}#1" in states or saved in exact:
-            continue
-        owners = [k for k, cb in unmatched if class_name(cb) == saved]
-        if len(owners) == 1:
-            out[owners[0]] = saved
-    return out
-
-
 def _constructs_in_graph(init: Any) -> Any:
     """Wrap a trainer's ``__init__`` so that the outermost one of a construction runs with a
     graph entered (the default graph in graph mode, a fresh one under eager execution): a
@@ -315,14 +292,11 @@ class Trainer:
         where = f" in {source}" if source else ""
         members = self._stateful_members()
         keys = {k for k, _ in members}
-        legacy = _legacy_state_matches(states, members)
         restored, fresh = [], []
         for key, cb in members:
-            saved_under = key if key in states else legacy.get(key)
-            if saved_under is not None:
-                cb._load_state_dict(states[saved_under])
-                restored.append(key if saved_under == key else f"{key} (saved as {saved_under})")
-                keys.add(saved_under)
+            if key in states:
+                cb._load_state_dict(states[key])
+                restored.append(key)
             else:
                 fresh.append(key)
         if restored:
