@@ -92,7 +92,6 @@ def main():
     p.add_argument("--monitors", action="store_true", help="JSONWriter + TFEventWriter")
     p.add_argument("--resume", action="store_true", help="AutoResumeTrainConfig in the log dir")
     p.add_argument("--max-to-keep", type=int, default=3)
-    p.add_argument("--excepthook", action="store_true", help="install_interrupt_excepthook, do not catch")
     p.add_argument("--uncaught", action="store_true", help="do not catch TrainingInterrupted")
     p.add_argument("--finally-marker", help="file the script's own finally block (around training) writes")
     p.add_argument("--summary", help="file to which the final state is written as JSON")
@@ -107,7 +106,6 @@ def main():
     from trainbus.input_source import FeedInput, QueueInput
     from trainbus.testing import TinyModel, tiny_dataflow
     from trainbus.train import AutoResumeTrainConfig, TrainConfig, TrainingInterrupted, launch_train_with_config
-    from trainbus.train._signals import install_interrupt_excepthook
     from trainbus.utils import logger
 
     logger.set_logger_dir(a.logdir, action="k")
@@ -194,9 +192,7 @@ def main():
             return path
 
         saver_cls.save = slow_save
-    if a.excepthook or a.uncaught:
-        if a.excepthook:
-            install_interrupt_excepthook()
+    if a.uncaught:
         try:
             launch_train_with_config(cfg, trainer)
         finally:

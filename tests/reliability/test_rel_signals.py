@@ -50,20 +50,6 @@ def test_sigterm_stops_gracefully_with_child_process_input(script):
     wait_for(lambda: not [p for p in pids if pid_alive(p)], 30, "the input worker process to end with the trainer")
 
 
-def test_sigint_with_script_excepthook(script):
-    """SIGINT and a script written for earlier versions (``install_interrupt_excepthook``, not
-    catching): one line, exit 130, the script's own ``finally`` runs after the stop."""
-    s = script("--excepthook", "--step-sleep", "0.02")
-    s.wait_ready(START_LIMIT)
-    s.signal(signal.SIGINT)
-    rc, out, err = s.finish(STOP_LIMIT)
-    assert rc == 128 + signal.SIGINT, (rc, err[-2000:])
-    _assert_one_line_exit(err, "SIGINT")
-    assert s.marker_lines()[0].startswith("after_train ")
-    step = int(s.marker_lines()[0].split()[2])
-    assert s.finally_marker.read_text() == f"finally {step}\n"
-
-
 def test_second_signal_kills_during_slow_after_train(script):
     """A second signal while the callbacks finalize ends the process at once."""
     s = script("--after-train-sleep", "300", "--step-sleep", "0.02")

@@ -43,7 +43,7 @@ from typing import Any, Iterator
 from trainbus.utils import logger
 
 __all__ = ["graceful_signals", "TrainingInterrupted", "InterruptedBeforeTraining", "interrupts_before_training",
-           "install_interrupt_excepthook", "newest_checkpoint", "DEFAULT_SIGNALS"]
+           "newest_checkpoint", "DEFAULT_SIGNALS"]
 
 _SENTINEL = 0  # no signal has number 0: written to the pipe to stop the watcher
 
@@ -180,12 +180,6 @@ class InterruptedBeforeTraining(TrainingInterrupted):
 
     def __reduce__(self) -> Any:
         return (type(self), (self.signame, self.signum, self.during, self.checkpoint, self.checkpoint_step))
-
-
-def install_interrupt_excepthook() -> None:
-    """Kept for scripts written for earlier trainbus versions, which needed it to print an
-    uncaught :class:`TrainingInterrupted` as one line. It is now a ``SystemExit`` that prints
-    its line and sets the exit status by itself, so this installs nothing."""
 
 
 def newest_checkpoint(trainer: Any) -> tuple[str | None, int | None]:
