@@ -40,7 +40,7 @@ if [ "$JOB" != "example" ]; then
   tools/install_horovod.sh "$VPY"
 fi
 echo "== installing trainbus (core) and the plugins under plugins/ (editable)"
-pipq --no-build-isolation -e core "${plugins[@]}"
+pipq --no-build-isolation -e "core[plot]" "${plugins[@]}"  # [plot]: matplotlib, for trainbus show --plot
 case "$JOB" in
   example)
     exec "$VPY" examples/digits_convnet.py ;;

@@ -397,6 +397,7 @@ def plot_runs(runs: Sequence[RunView], path: str, width: float = 11.0, dpi: int 
                                   name=e.name) from None
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     labels = _labels(runs)
     names: dict[str, None] = {}
@@ -421,6 +422,7 @@ def plot_runs(runs: Sequence[RunView], path: str, width: float = 11.0, dpi: int 
                         marker="o" if len(xs) <= 30 else None, markersize=3)
             ax.set_title(name, fontsize=10)
             ax.set_xlabel("epoch")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # epochs are whole numbers
             ax.grid(True, alpha=0.3)
             if len(runs) > 1:
                 ax.legend(fontsize=8)
