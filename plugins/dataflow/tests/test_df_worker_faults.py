@@ -511,3 +511,65 @@ def test_arrays_still_arrive_intact():
     got = [dp[0] for dp in df]
     assert all(np.array_equal(a, b) for a, b in zip(got, arrs))
     df.close()
+
+
+class StopWhenStalled(Callback):
+    """At global step 2, SIGSTOP the runner's worker; a thread then waits until the runner waits
+    for data and training has made no step for a second, and asks the trainer to stop (what the
+    first SIGTERM does)."""
+
+    def __init__(self, runner) -> None:
+        self.runner = runner
+        self.pid = None
+        self.requested_at_step = None
+
+    def _trigger_step(self) -> None:
+        import threading
+
+        if self.global_step == 2 and self.pid is None:
+            self.pid = self.runner.worker_pids[0]
+            os.kill(self.pid, signal.SIGSTOP)
+            threading.Thread(target=self._request, daemon=True).start()
+
+    def _request(self) -> None:
+        trainer = self.trainer
+        end = time.monotonic() + DEADLINE
+        last, since = trainer.global_step, time.monotonic()
+        while time.monotonic() < end:
+            time.sleep(0.05)
+            step = trainer.global_step
+            if step != last:
+                last, since = step, time.monotonic()
+            elif self.runner._waiter is not None and time.monotonic() - since > 1.0:
+                break
+        self.requested_at_step = trainer.global_step
+        trainer.request_stop("signal SIGTERM (test)")
+
+
+@pytest.mark.parametrize("source", ["feed", "queue", "staging"])
+def test_a_stop_request_ends_a_stalled_input_gracefully(source):
+    """A stop (what SIGTERM asks) while the input waits on a stopped worker ends training at once
+    and normally - every after_train runs - instead of after the stall timeout."""
+    from trainbus.train import SimpleTrainer, TrainConfig, launch_train_with_config
+
+    runner = _zmq(stall=0)  # no stall watchdog: only the stop request can end the wait
+    stopper = StopWhenStalled(runner)
+
+    class Ends(Callback):
+        ran = False
+
+        def _after_train(self) -> None:
+            Ends.ran = True
+            self.step = self.global_step
+
+    ends = Ends()
+    tf1.reset_default_graph()
+    cfg = TrainConfig(model=TinyModel(), data=INPUTS[source](runner), max_epoch=100000, steps_per_epoch=8,
+                      callbacks=[stopper, ends], monitors=[])
+    start = time.monotonic()
+    launch_train_with_config(cfg, SimpleTrainer())  # returns: no error
+    assert Ends.ran and stopper.requested_at_step is not None
+    assert ends.step == stopper.requested_at_step  # no step after the stop
+    assert time.monotonic() - start < DEADLINE
+    runner.close()
+    assert gone(stopper.pid)

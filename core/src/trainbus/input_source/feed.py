@@ -8,8 +8,9 @@ from typing import Any
 import tensorflow as tf
 
 from trainbus.callbacks.base import Callback
-from trainbus.dataflow import dataflow_len, is_dataflow, repeat_forever
+from trainbus.dataflow import DataFlowTerminated, dataflow_len, is_dataflow, repeat_forever
 from trainbus.input_source.base import InputSource, StepFeed, _placeholder, explain_datapoint, inputs_of
+from trainbus.utils.concurrency import add_wait_interrupt, remove_wait_interrupt, wait_interrupted
 
 
 class PlaceholderInput(InputSource):
@@ -44,6 +45,16 @@ class _FeedCallback(Callback):
         if self._next is None:
             return None
         return tf.compat.v1.train.SessionRunArgs(fetches=[], feed_dict=dict(zip(self._phs, self._next())))
+
+    def _stop_requested(self) -> bool:
+        return getattr(self.trainer, "_stop_reason", None) is not None
+
+    def _before_train(self) -> None:
+        # a dataflow waiting for stalled workers gives up once training is asked to stop
+        add_wait_interrupt(self._stop_requested)
+
+    def _after_train(self) -> None:
+        remove_wait_interrupt(self._stop_requested)
 
     def __str__(self) -> str:
         return "FeedInputCallback"
@@ -88,6 +99,13 @@ class FeedInput(InputSource):
             dp = next(self._iter)
         except StopIteration:
             raise tf.errors.OutOfRangeError(None, None, "FeedInput: the dataflow is exhausted") from None
+        except DataFlowTerminated:
+            if not wait_interrupted():
+                raise
+            # training was asked to stop (a signal) while the dataflow waited for its workers: the
+            # input ends here, and the stop stays graceful (final checkpoint)
+            raise tf.errors.OutOfRangeError(None, None, "FeedInput: training was asked to stop while the "
+                                            "dataflow waited for data") from None
         try:
             if len(dp) == len(self._all_placehdrs):
                 return tuple(dp)

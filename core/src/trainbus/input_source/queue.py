@@ -14,6 +14,7 @@ from trainbus.dataflow import dataflow_len, repeat_forever
 from trainbus.input_source.base import FeedfreeInput, build_or_reuse_placeholder, explain_datapoint, inputs_of
 from trainbus.input_source.feed import FeedInput
 from trainbus.utils import logger
+from trainbus.utils.concurrency import add_wait_interrupt, remove_wait_interrupt, wait_interrupted
 
 tf1 = tf.compat.v1
 
@@ -45,9 +46,12 @@ class _StopWatch(threading.Thread):
         self._trainer = trainer
         self._done = threading.Event()
 
+    def stop_requested(self) -> bool:
+        return getattr(self._trainer, "_stop_reason", None) is not None
+
     def run(self) -> None:
         while not self._done.wait(0.5):
-            if getattr(self._trainer, "_stop_reason", None) is not None:
+            if self.stop_requested():
                 t = self._thread
                 t.stop()  # what the dataflow raises from now on is no failure
                 try:
@@ -97,7 +101,7 @@ class _EnqueueThread(threading.Thread):
             pass
         except BaseException as e:  # noqa: BLE001 - handed to the trainer, which raises it (failure())
             # a dead, failed or stalled dataflow worker included (DataFlowTerminated is no Exception)
-            if not self._stop_evt.is_set():
+            if not self._stop_evt.is_set() and not wait_interrupted():
                 if not isinstance(e, Exception):
                     e = _as_error(e, self.ds)
                 self.exception = e
@@ -125,12 +129,17 @@ class _QueueCallback(Callback):
         self._src._start(self.trainer.sess)
         self._watch = _StopWatch(self._src.thread, self.trainer)
         self._watch.start()
+        add_wait_interrupt(self._watch.stop_requested)
 
     def _after_train(self) -> None:
         watch = getattr(self, "_watch", None)
         if watch is not None:
             watch.stop()
-        self._src._stop()
+        try:
+            self._src._stop()  # an input thread waiting on a stalled dataflow gives up at once
+        finally:
+            if watch is not None:
+                remove_wait_interrupt(watch.stop_requested)
 
     def __str__(self) -> str:
         return "QueueInputCallback"

@@ -29,7 +29,7 @@ from trainbus.utils.argtools import log_once
 
 __all__ = ["StoppableThread", "LoopThread", "ShareSessionThread", "ensure_proc_terminate", "start_proc_mask_signal",
            "mask_sigint", "enable_death_signal", "subproc_call", "OrderedResultGatherProc", "OrderedContainer", "DIE",
-           "describe_exit", "process_state"]
+           "describe_exit", "process_state", "add_wait_interrupt", "remove_wait_interrupt", "wait_interrupted"]
 
 
 class StoppableThread(threading.Thread):
@@ -216,6 +216,38 @@ def enable_death_signal(_warn: bool = True) -> None:
         if _warn:
             log_once(f"enable_death_signal: prctl failed ({e}); this process will not be killed automatically "
                      "if its parent dies", "warning")
+
+
+#: checks that say "stop waiting for data" (a trainer asked to stop); see :func:`add_wait_interrupt`
+_WAIT_INTERRUPTS: list[Callable[[], bool]] = []
+
+
+def add_wait_interrupt(check: Callable[[], bool]) -> None:
+    """Register ``check``: while it returns True, a dataflow waiting for its workers gives up
+    (``DataFlowTerminated``) at its next wake-up instead of waiting on. An input source registers
+    one for the time of training (true once the trainer was asked to stop, e.g. by SIGTERM), so
+    that a stalled input does not hold a graceful stop. Looked at only while waiting, never per
+    datapoint."""
+    _WAIT_INTERRUPTS.append(check)
+
+
+def remove_wait_interrupt(check: Callable[[], bool]) -> None:
+    """Unregister ``check`` (no error if it is not registered)."""
+    try:
+        _WAIT_INTERRUPTS.remove(check)
+    except ValueError:
+        pass
+
+
+def wait_interrupted() -> bool:
+    """Whether a registered check asks waiting dataflows to give up."""
+    for check in list(_WAIT_INTERRUPTS):
+        try:
+            if check():
+                return True
+        except Exception:  # noqa: BLE001 - a broken check must not break the dataflow
+            continue
+    return False
 
 
 def describe_exit(exitcode: int | None) -> str:

@@ -53,7 +53,7 @@ import zmq
 
 from trainbus.utils import logger
 from trainbus.utils.concurrency import StoppableThread, describe_exit, enable_death_signal, ensure_proc_terminate, \
-    process_state, start_proc_mask_signal
+    process_state, start_proc_mask_signal, wait_interrupted
 from trainbus.utils.serialize import dumps, loads
 from trainbus_dataflow.base import DataFlow, DataFlowReentrantGuard, DataFlowTerminated, ProxyDataFlow
 
@@ -577,6 +577,9 @@ class MultiProcessZMQDataFlow(DataFlow):
                 except zmq.Again:
                     if self._closing:
                         raise DataFlowTerminated(f"{owner}: closed by another thread while waiting for data") from None
+                    if wait_interrupted():
+                        raise DataFlowTerminated(f"{owner}: stopped waiting for data (training was asked to "
+                                                 "stop)") from None
                     waited = time.monotonic() - start
                     if waited >= self.stall_timeout:
                         self._fail(stalled_error(owner, waited, self._procs))
@@ -777,6 +780,9 @@ class MultiProcessRunner(ProxyDataFlow):
                 except queue.Empty:
                     if self._closing:
                         raise DataFlowTerminated("MultiProcessRunner: closed while waiting for data") from None
+                    if wait_interrupted():
+                        raise DataFlowTerminated("MultiProcessRunner: stopped waiting for data (training was asked "
+                                                 "to stop)") from None
                     if self._dead is not None:
                         self._raise_dead()
                     waited = time.monotonic() - start

@@ -31,12 +31,13 @@ import zmq
 
 from trainbus.utils.concurrency import StoppableThread
 from trainbus.utils.serialize import dumps, loads
-from trainbus_dataflow.base import DataFlowReentrantGuard, DataFlowTerminated, ProxyDataFlow
+from trainbus_dataflow.base import DataFlowReentrantGuard, ProxyDataFlow
 from trainbus_dataflow.common import BatchData, RepeatedData
 from trainbus_dataflow.parallel import (DIED_MARK, EXC_MARK, MultiProcessZMQDataFlow, WorkerThread, _fork_context,
-                                        await_stop_after_report, bind_socket, die_with_parent, died_error, make_worker_exception, pipe_name,
-                                        rebuild_thread_exception, reporting_worker_errors, send_datapoint,
-                                        worker_exception_payload, zmq_terminated_as_dataflow_terminated)
+                                        await_stop_after_report, bind_socket, die_with_parent, died_error,
+                                        make_worker_exception, pipe_name, rebuild_thread_exception,
+                                        reporting_worker_errors, send_datapoint, worker_exception_payload,
+                                        zmq_terminated_as_dataflow_terminated)
 
 __all__ = ["MultiThreadMapData", "MultiProcessMapData", "MultiProcessMapDataZMQ", "MultiProcessMapAndBatchData",
            "MultiProcessMapAndBatchDataZMQ", "ThreadedMapData"]
