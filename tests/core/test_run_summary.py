@@ -98,3 +98,38 @@ def test_a_config_past_its_max_epoch_trains_nothing(logdir, caplog):
     assert f"the run in {logdir} already finished: it trained up to epoch 3 and max_epoch is 3; nothing to do" in out
     assert "Start Epoch" not in out and trainer.global_step == 0
     assert not logdir.exists()  # the log directory's action never happened
+
+
+def test_auto_resume_of_a_finished_run_trains_nothing_and_says_how_to_continue(logdir, tb_log):
+    import trainbus
+    from trainbus.callbacks import ModelSaver
+    from trainbus.testing import TinyModel, tiny_dataflow
+
+    def run(max_epoch):
+        cfg = trainbus.AutoResumeTrainConfig(model=TinyModel(), dataflow=tiny_dataflow(), steps_per_epoch=2,
+                                             max_epoch=max_epoch, callbacks=[ModelSaver()], extra_callbacks=[],
+                                             monitors=[])
+        trainer = trainbus.SimpleTrainer()
+        trainbus.launch_train_with_config(cfg, trainer)
+        return cfg, trainer
+
+    run(2)
+    files = sorted(p.name for p in logdir.iterdir())
+    cfg, trainer = run(2)
+    assert cfg.starting_epoch == 3 and trainer.global_step == 0  # nothing was trained
+    assert sorted(p.name for p in logdir.iterdir()) == files
+    assert any("max_epoch" in r.getMessage() and "finished" in r.getMessage() for r in tb_log), \
+        [r.getMessage() for r in tb_log][-5:]
+    _, trainer = run(3)
+    assert trainer.global_step == 6
+
+
+def test_a_model_desc_class_instead_of_an_instance_says_to_call_it():
+    import pytest
+
+    import trainbus
+    from trainbus.testing import TinyModel, tiny_dataflow
+
+    with pytest.raises(TypeError, match=r"TrainConfig\(model=TinyModel\) got the class; pass an instance: "
+                                        r"model=TinyModel\(\)"):
+        trainbus.TrainConfig(model=TinyModel, dataflow=tiny_dataflow())

@@ -34,7 +34,7 @@ class TrainConfig:
     def __init__(self, dataflow: Any = None, data: Any = None, model: Any = None, callbacks: Any = None,
                  extra_callbacks: Any = None, monitors: Any = None, session_creator: Any = None,
                  session_config: Any = None, session_init: Any = None, starting_epoch: int = 1,
-                 steps_per_epoch: int | None = None, max_epoch: int = 99999, seed: int | None = None,
+                 steps_per_epoch: int | None = None, max_epoch: int = 99999, *, seed: int | None = None,
                  **kwargs: Any) -> None:
         from trainbus.callbacks.base import ensure_callback
         from trainbus.callbacks.monitor import MonitorBase
@@ -57,6 +57,9 @@ class TrainConfig:
         if model is not None:
             from trainbus.train.model_desc import ModelDescBase
 
+            if isinstance(model, type) and issubclass(model, ModelDescBase):
+                raise TypeError(f"TrainConfig(model={model.__name__}) got the class; pass an instance: "
+                                f"model={model.__name__}()")
             if not isinstance(model, ModelDescBase):
                 raise TypeError(f"TrainConfig(model=...) needs a ModelDesc, got {model!r}")
         self.model = model
@@ -148,6 +151,14 @@ class AutoResumeTrainConfig(TrainConfig):
             last_epoch = ckpt_epoch if ckpt_epoch is not None else stats_epoch
             if last_epoch is not None:
                 now_epoch = last_epoch + 1
+                max_epoch = kwargs.get("max_epoch", 99999)
+                if isinstance(max_epoch, int) and not isinstance(max_epoch, bool) and now_epoch > max_epoch:
+                    # the run already reached max_epoch: a valid config that trains nothing
+                    # (launch_train_with_config says so in one line and returns)
+                    kwargs["starting_epoch"] = max_epoch
+                    super().__init__(**kwargs)
+                    self.starting_epoch = now_epoch
+                    return
                 logger.info(f"Resuming after epoch {last_epoch}. Setting starting_epoch to {now_epoch}.")
                 kwargs["starting_epoch"] = now_epoch
         super().__init__(**kwargs)
