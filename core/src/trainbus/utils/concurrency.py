@@ -28,8 +28,9 @@ from trainbus.utils import logger
 from trainbus.utils.argtools import log_once
 
 __all__ = ["StoppableThread", "LoopThread", "ShareSessionThread", "ensure_proc_terminate", "start_proc_mask_signal",
-           "mask_sigint", "enable_death_signal", "subproc_call", "OrderedResultGatherProc", "OrderedContainer", "DIE",
-           "describe_exit", "process_state", "add_wait_interrupt", "remove_wait_interrupt", "wait_interrupted"]
+           "mask_sigint", "enable_death_signal", "subproc_call", "OrderedResultGatherProc", "OrderedContainer", "DIE"]
+# also here, outside tensorpack's names: describe_exit, process_state (for error messages about child
+# processes) and add_wait_interrupt, remove_wait_interrupt, wait_interrupted (stop waiting for data)
 
 
 class StoppableThread(threading.Thread):
