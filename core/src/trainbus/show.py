@@ -221,8 +221,10 @@ def _check_checkpoint(prefix: str) -> tuple[int, str | None]:
 
 
 def _step_key(prefix: str) -> tuple[int, int, str]:
-    m = re.search(r"-(\d+)$", prefix)
-    return (0, int(m.group(1)), prefix) if m else (1, 0, prefix)
+    from trainbus.checkpoint import step_of
+
+    step = step_of(prefix)
+    return (0, step, prefix) if step is not None else (1, 0, prefix)
 
 
 def find_checkpoints(logdir: str) -> list[Checkpoint]:
