@@ -317,3 +317,41 @@ def test_a_log_file_that_cannot_be_written_is_one_warning_not_a_traceback_per_re
     assert "--- Logging error ---" not in err and "Traceback" not in err, err
     assert err.splitlines() == ["[trainbus] WRN cannot write the log file /dev/full: No space left on device "
                                 "(ENOSPC); messages go on on the console only until it can be written again."]
+
+
+def _w(prefix):
+    return tf.train.load_checkpoint(str(prefix)).get_tensor("W")
+
+
+@pytest.mark.parametrize("feed", [True, False], ids=["FeedInput", "QueueInput"])
+def test_resumed_inside_an_epoch_the_input_skips_what_the_epoch_consumed(tmp_path, feed, tb_log):
+    """A deterministic one-pass-per-epoch input (steps_per_epoch == len(dataflow)): stopped at
+    step 11 and resumed, the run ends with exactly the weights of an uninterrupted run, because
+    epoch 2 continues with datapoints 3..7 of its pass (without the skip it would see 0..4)."""
+    from trainbus.input_source import FeedInput, QueueInput
+
+    def run(d, callbacks, max_epoch):
+        logger._reset_for_tests()
+        logger.set_logger_dir(str(d), action="k")
+        try:
+            df = tiny_dataflow()
+            cfg = trainbus.AutoResumeTrainConfig(model=TinyModel(), data=FeedInput(df) if feed else QueueInput(df),
+                                                 max_epoch=max_epoch, callbacks=callbacks, extra_callbacks=[],
+                                                 monitors=[])
+            trainbus.launch_train_with_config(cfg, trainbus.SimpleTrainer())
+        finally:
+            logger._reset_for_tests()
+
+    class StopAt(C.Callback):
+        def _trigger_step(self):
+            if self.global_step == 11:
+                raise trainbus.StopTraining("stop at 11")
+
+    assert len(tiny_dataflow()) == 8
+    run(tmp_path / "whole", [C.ModelSaver()], 3)
+    run(tmp_path / "cut", [C.ModelSaver(), StopAt()], 3)
+    assert ckpt.latest_checkpoint(str(tmp_path / "cut"))[1] == 11
+    run(tmp_path / "cut", [C.ModelSaver()], 3)
+    np.testing.assert_array_equal(_w(tmp_path / "cut" / "model-24"), _w(tmp_path / "whole" / "model-24"))
+    assert any(r.getMessage().endswith("The input passes over the 3 datapoints this epoch already consumed, so the "
+                                       "epoch sees the rest of its pass.") for r in tb_log)

@@ -192,6 +192,12 @@ class InputSource:
         """The exception that broke the input (e.g. in a feeding thread), if any."""
         return None
 
+    def skip_datapoints(self, n: int) -> bool:
+        """Ask the input to pass over its first ``n`` datapoints when it starts (a run resumed in
+        the middle of an epoch skips those the interrupted epoch consumed). Returns whether it
+        will; the default input cannot."""
+        return False
+
     def describe(self) -> str:
         """How errors name this input source: ``str(self)``, and the source it is wrapped in."""
         return str(self) if self._wrapped_by is None else f"{self} (inside {self._wrapped_by})"

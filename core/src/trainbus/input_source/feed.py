@@ -47,7 +47,7 @@ class _FeedCallback(Callback):
         return tf.compat.v1.train.SessionRunArgs(fetches=[], feed_dict=dict(zip(self._phs, self._next())))
 
     def _stop_requested(self) -> bool:
-        return getattr(self.trainer, "_stop_reason", None) is not None
+        return bool(getattr(self.trainer, "stop_requested", False))
 
     def _before_train(self) -> None:
         # a dataflow waiting for stalled workers gives up once training is asked to stop
@@ -77,6 +77,7 @@ class FeedInput(InputSource):
         self._infinite = infinite
         self._iter: Any = None
         self._feed_taken = False
+        self._skip = 0
 
     def size(self) -> int:
         return dataflow_len(self.ds)
@@ -90,6 +91,15 @@ class FeedInput(InputSource):
     def reset_state(self) -> None:
         self.ds.reset_state()
         self._iter = repeat_forever(self.ds) if self._infinite else iter(self.ds)
+        skip, self._skip = self._skip, 0
+        for _ in range(skip):  # once, before the first step: nothing per step
+            next(self._iter, None)
+
+    def skip_datapoints(self, n: int) -> bool:
+        """Pass over the first ``n`` datapoints when the iteration starts (see
+        :meth:`InputSource.skip_datapoints`)."""
+        self._skip = max(0, int(n))
+        return True
 
     def next_feed(self) -> tuple:
         """The next datapoint, as a tuple aligned with the placeholders."""

@@ -47,7 +47,7 @@ class _StopWatch(threading.Thread):
         self._done = threading.Event()
 
     def stop_requested(self) -> bool:
-        return getattr(self._trainer, "_stop_reason", None) is not None
+        return bool(getattr(self._trainer, "stop_requested", False))
 
     def run(self) -> None:
         while not self._done.wait(0.5):
@@ -80,10 +80,13 @@ class _EnqueueThread(threading.Thread):
         self._stop_evt = threading.Event()
         self.exception: BaseException | None = None
         self.sess: Any = None
+        self.skip = 0  # datapoints to pass over before the first enqueue
 
     def run(self) -> None:
         try:
             it = repeat_forever(self.ds)
+            for _ in range(self.skip):
+                next(it)
             run_enqueue = self.sess.make_callable(self.op, feed_list=self.placehdrs)
             n_inputs = len(self.placehdrs)
             while not self._stop_evt.is_set():
@@ -215,6 +218,7 @@ class QueueInput(FeedInput, FeedfreeInput):
     def _start(self, sess: Any) -> None:
         self.ds.reset_state()
         self.thread.sess = sess
+        self.thread.skip, self._skip = self._skip, 0
         self.thread.start()
 
     def _stop(self) -> None:
@@ -262,6 +266,9 @@ class BatchQueueInput(QueueInput):
         if isinstance(batch_size, bool) or int(batch_size) != batch_size or int(batch_size) <= 0:
             raise ValueError(f"BatchQueueInput: batch_size must be a positive int, got {batch_size!r}")
         self.batch_size = int(batch_size)
+
+    def skip_datapoints(self, n: int) -> bool:
+        return False  # its datapoints are single samples, batched in the graph: not one per step
 
     def size(self) -> int:
         return dataflow_len(self.ds) // self.batch_size

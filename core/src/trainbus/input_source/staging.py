@@ -74,6 +74,9 @@ class StagingInput(FeedfreeInput):
     def failure(self) -> BaseException | None:
         return self._input.failure()
 
+    def skip_datapoints(self, n: int) -> bool:
+        return self._input.skip_datapoints(n)
+
     def step_feed(self) -> StepFeed | None:
         """The feed of the input it prefetches from (the stage op runs with the step)."""
         return self._input.step_feed()

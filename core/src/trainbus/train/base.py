@@ -159,6 +159,17 @@ class Trainer:
         return self.loop.max_epoch
 
     @property
+    def stop_reason(self) -> str | None:
+        """Why training was asked to stop (a signal, ``request_stop``, a session hook), once every
+        process agreed; None while it goes on. Training ends after the current step."""
+        return self._stop_reason
+
+    @property
+    def stop_requested(self) -> bool:
+        """Whether a stop was agreed (see ``stop_reason``)."""
+        return self._stop_reason is not None
+
+    @property
     def plugin_manager(self) -> TrainbusPluginManager | None:
         """The pluggy manager of this run (after ``setup_callbacks``)."""
         return self._pm
@@ -402,6 +413,7 @@ class Trainer:
             try:
                 if self._resume_states is not None:
                     self.load_callback_states(self._resume_states, self._resume_states_file)
+                data_policy = self._skip_consumed_datapoints()
                 bus.before_train(trainer=self)
                 self.loop._global_step = get_global_step_value()
                 run_step = self.run_step
@@ -410,7 +422,7 @@ class Trainer:
                 loop = self.loop
                 pending = self._pending_commits
                 last = steps_per_epoch - 1
-                first_step = self._first_local_step()
+                first_step = self._first_local_step(data_policy)
                 for loop._epoch_num in range(self.loop.starting_epoch, self.loop.max_epoch + 1):
                     logger.info(f"Start Epoch {loop._epoch_num} ...")
                     bus.before_epoch(trainer=self)
@@ -458,7 +470,7 @@ class Trainer:
                 failure = self._input_failure()
                 if failure is not None:
                     primary = failure
-                    raise failure from e
+                    raise failure from None  # the input's own error, not the queue running dry
                 logger.info("Training was stopped by the input running out of data (OutOfRangeError).")
             except KeyboardInterrupt as e:
                 primary = e
@@ -474,19 +486,44 @@ class Trainer:
             finally:
                 self._finish(primary)
 
-    def _first_local_step(self) -> int:
+    def _done_in_first_epoch(self) -> int:
+        """Steps of the starting epoch already done by the run this one resumes (0 unless the
+        restored global step lies strictly inside the starting epoch)."""
+        loop = self.loop
+        done = loop._global_step - (loop.starting_epoch - 1) * loop.steps_per_epoch
+        return done if 0 < done < loop.steps_per_epoch else 0
+
+    def _skip_consumed_datapoints(self) -> str:
+        """Before the input starts: when resuming inside an epoch over an input that makes one
+        pass of its data per epoch (its size is steps_per_epoch) and can skip ahead, have it pass
+        over the datapoints the interrupted epoch consumed. Returns the sentence saying which
+        policy applies."""
+        done = self._done_in_first_epoch()
+        if not done:
+            return ""
+        src = self._input_source
+        try:
+            one_pass = src is not None and int(src.size()) == self.loop.steps_per_epoch
+        except Exception:  # noqa: BLE001 - an input of unknown size
+            one_pass = False
+        if one_pass and src.skip_datapoints(done):
+            return (f"The input passes over the {done} datapoints this epoch already consumed, so the epoch sees "
+                    "the rest of its pass.")
+        why = "its size is not steps_per_epoch" if src is not None and not one_pass else "it cannot skip ahead"
+        return (f"The input starts where it starts ({why}): the {done} datapoints this epoch already consumed are "
+                "not skipped.")
+
+    def _first_local_step(self, data_policy: str = "") -> int:
         """Where the first epoch starts: a run resumed in the middle of epoch N (its global step
         between the ends of epochs N-1 and N) runs only that epoch's remaining steps, so that
         every epoch N ends at global step N * steps_per_epoch."""
         loop = self.loop
-        done = loop._global_step - (loop.starting_epoch - 1) * loop.steps_per_epoch
-        if 0 < done < loop.steps_per_epoch:
+        done = self._done_in_first_epoch()
+        if done:
             logger.info(f"Resuming inside epoch {loop.starting_epoch} at global step {loop._global_step}: it runs its "
                         f"remaining {loop.steps_per_epoch - done} steps and ends at global step "
-                        f"{loop.starting_epoch * loop.steps_per_epoch}. The input starts where it starts (the "
-                        f"{done} datapoints this epoch already consumed are not skipped).")
-            return done
-        return 0
+                        f"{loop.starting_epoch * loop.steps_per_epoch}. {data_policy}".rstrip())
+        return done
 
     def _stop_from_session(self, hooked: Any, cause: str) -> None:
         take = getattr(hooked, "take_stop_request", None)

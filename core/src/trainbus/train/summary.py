@@ -91,7 +91,7 @@ class RunSummary:
         if error is not None:
             return f"{type(error).__name__}: {error}".rstrip(": ")
         loop = getattr(self.trainer, "loop", None)
-        reason = getattr(self.trainer, "_stop_reason", None)
+        reason = getattr(self.trainer, "stop_reason", None)
         max_epoch = getattr(self.config, "max_epoch", None)
         epoch = getattr(loop, "_epoch_num", None)
         gstep, _, spe = self._steps()
