@@ -45,14 +45,32 @@ class EmaEachStep(Callback):
         self.values.append(float(self.trainer.sess.run(self._ema)))
 
 
+class RefillAfterEachStep(Callback):
+    """Waits after each step until the input thread has refilled the queue (capacity 50): the
+    queue is full at every step however loaded the machine is."""
+
+    def __init__(self, src):
+        self.src = src
+
+    def _setup_graph(self):
+        self._size = self.src.queue.size()
+
+    def _trigger_step(self):
+        import time
+
+        deadline = time.monotonic() + 60
+        while self.trainer.sess.run(self._size) < 50:
+            assert time.monotonic() < deadline, "the input thread did not refill the queue"
+
+
 @pytest.mark.parametrize("wrap", [False, True], ids=["QueueInput", "StagingInput"])
 def test_queue_input_records_the_moving_average_of_its_size_each_epoch(logdir, wrap):
     src = QueueInput(tiny_dataflow())
     ema = EmaEachStep()
-    trainer, mon = _train(StagingInput(src) if wrap else src, callbacks=[ema])
+    trainer, mon = _train(StagingInput(src) if wrap else src, callbacks=[ema, RefillAfterEachStep(src)])
     stats = _queue_stats(mon)
     assert [step for _, step in stats] == [STEPS, 2 * STEPS]
-    # the dataflow is faster than the model: the queue (capacity 50) is nearly full
+    # the queue (capacity 50) is full before every step: the average is close to 50
     assert all(0 < v <= 50 for v, _ in stats)
     assert stats[-1][0] > 20
     assert trainer.monitors.get_history("QueueInput/queue_size") == [(s, v) for v, s in stats]
@@ -107,3 +125,19 @@ def test_sources_without_their_own_queue_record_no_queue_size(logdir, tmp_path):
         cbs = ZMQInput(f"ipc://{tmp_path}/pipe", hwm=4).setup(TinyModel().inputs())
     assert [str(cb) for cb in cbs] == ["QueueInputCallback"]
     assert not np.isnan(mon.scalars[0][1])
+
+
+def test_the_queue_closes_cleanly_at_the_end_no_cancelled_enqueue_is_logged(tmp_path):
+    """TensorFlow logs "Local rendezvous is aborting with status: CANCELLED" for each enqueue a
+    close cancels; at the end of training the queue makes room for the blocked enqueue first."""
+    import subprocess
+    import sys
+
+    script = ("from trainbus.testing import train_tiny\n"
+              "train_tiny(max_epoch=2, steps_per_epoch=3, feed=False)\n"
+              "print('TRAINED')\n")
+    env = {**__import__("os").environ, "TF_CPP_MIN_LOG_LEVEL": "0"}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env,
+                          cwd=str(tmp_path))
+    assert proc.returncode == 0 and "TRAINED" in proc.stdout, proc.stderr[-3000:]
+    assert "Local rendezvous" not in proc.stderr and "CANCELLED" not in proc.stderr, proc.stderr[-3000:]

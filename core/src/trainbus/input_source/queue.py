@@ -5,6 +5,7 @@ model reads from (:class:`QueueInput`), or reads batches of single datapoints fr
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import tensorflow as tf
@@ -205,6 +206,9 @@ class QueueInput(FeedInput, FeedfreeInput):
             self.thread = _EnqueueThread(self.queue, self.ds, self._all_placehdrs)
             self.thread.who = self.describe()
             self._size_op = self.queue.size()
+            # takes one element out when training ends: an enqueue blocked on the full queue
+            # completes and the thread sees the stop, so no enqueue is left to cancel
+            self._drain_op = self.queue.dequeue(name="input_drain")
 
     def _get_input_tensors(self) -> list[Any]:
         with tf1.device("/cpu:0"), self.cached_name_scope():
@@ -226,6 +230,17 @@ class QueueInput(FeedInput, FeedfreeInput):
         if t is None or not t.is_alive():
             return
         t.stop()
+        # let a blocked enqueue finish (TensorFlow logs "Local rendezvous is aborting ...
+        # CANCELLED" for every enqueue a close cancels); a thread waiting on its dataflow
+        # instead is not waited for long: the close below ends it
+        deadline = time.monotonic() + 1.0
+        try:
+            while t.is_alive() and time.monotonic() < deadline:
+                if t.sess.run(self._size_op) > 0:
+                    t.sess.run(self._drain_op)
+                t.join(timeout=0.02)
+        except Exception:  # noqa: BLE001 - the session may be closing already
+            pass
         try:
             t.sess.run(t.close_op)
         except Exception:  # noqa: BLE001
@@ -295,6 +310,9 @@ class BatchQueueInput(QueueInput):
             self.thread = _EnqueueThread(self.queue, self.ds, nobatch)
             self.thread.who = self.describe()
             self._size_op = self.queue.size()
+            # takes one element out when training ends: an enqueue blocked on the full queue
+            # completes and the thread sees the stop, so no enqueue is left to cancel
+            self._drain_op = self.queue.dequeue(name="input_drain")
 
     def _get_input_tensors(self) -> list[Any]:
         with tf1.device("/cpu:0"), self.cached_name_scope():
