@@ -41,7 +41,7 @@ def test_summary_and_variables_table_in_the_log(logdir):
     assert text.index("List of Trainable Variables:") < text.index("Start Epoch 1")
     assert re.search(r"^W\s+\[4, 3\]\s+12$", text, re.M) and "Number of parameters (elements): 15" in text
     summary = text[text.index("Run summary:"):]
-    assert re.search(r"Run summary: 3 epoch\(s\) \(epoch 1 to 3\) and 24 step\(s\) in [\d.]+ s, global step 24; "
+    assert re.search(r"Run summary: 3 epoch\(s\) \(epoch 1 to 3\) and 24 step\(s\) in [\d.]+ sec, global step 24; "
                      r"reached max_epoch = 3", summary), summary
     acc = next(ln for ln in summary.splitlines() if ln.strip().startswith("acc "))
     assert "0.75 (3)" in acc and "max 0.75 at epoch 3 (step 24)" in acc and "min " not in acc  # MaxSaver

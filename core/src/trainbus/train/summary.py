@@ -171,12 +171,6 @@ class RunSummary:
 
 
 def _human(seconds: float) -> str:
-    if not math.isfinite(seconds):
-        return "?"
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    m, s = divmod(int(round(seconds)), 60)
-    if m < 60:
-        return f"{m} min {s} s"
-    h, m = divmod(m, 60)
-    return f"{h} h {m} min"
+    from trainbus.utils.timefmt import human_seconds
+
+    return human_seconds(seconds, 1) if math.isfinite(seconds) else "?"
