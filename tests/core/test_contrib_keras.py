@@ -220,3 +220,29 @@ def test_two_towers_share_one_model_and_replicated_is_refused():
         M = KerasModel(model_func, SIG_IN, SIG_OUT, input=train, trainer=SyncMultiGPUTrainerReplicated(2))
         with pytest.raises(TypeError, match="SyncMultiGPUTrainerParameterServer"):
             M.compile(optimizer=tf1.train.AdamOptimizer(1e-2), loss="categorical_crossentropy")
+
+
+def test_multi_process_trainers_are_refused_by_the_stop_seam_they_implement():
+    """A trainer that implements ``agree_stop`` (every process stops after the same step) is a
+    multi-process strategy, whatever its class is called; the installed multi-process trainers
+    are such strategies, the single-process ones are not."""
+    from trainbus.bus import registry
+    from trainbus.train.base import Trainer
+
+    class LockstepTrainer(SimpleTrainer):  # a strategy of a plugin the core has never heard of
+        def agree_stop(self, cause):
+            return False
+
+    train = BatchData(DataFromList(stripes(32, 0), shuffle=False), 16)
+    with tf.Graph().as_default():
+        with pytest.raises(TypeError, match=r"does not support multi-process trainers \(LockstepTrainer\)"):
+            KerasModel(model_func, SIG_IN, SIG_OUT, input=train, trainer=LockstepTrainer())
+    with tf.Graph().as_default():
+        assert KerasModel(model_func, SIG_IN, SIG_OUT, input=train, trainer=SimpleTrainer()).trainer is not None
+    # the classes the installed trainer distributions provide, looked up through the registry
+    multi = {"HorovodTrainer", "DistributedTrainerParameterServer", "DistributedTrainerReplicated"}
+    for name, eps in registry.index("trainbus.train").items():
+        obj = eps[0].load()
+        if not (isinstance(obj, type) and issubclass(obj, Trainer)):
+            continue  # a factory function
+        assert (obj.agree_stop is not Trainer.agree_stop) is (name in multi), name

@@ -137,7 +137,7 @@ def test_predictors_add_nothing_to_the_training_collections(logdir):
             self.after_online = {k: list(g.get_collection(k)) for k in FROZEN}
             # a predictor built in the training graph from the model itself
             pc = trainbus.PredictConfig(model=model, input_names=["input"], output_names=["logits"], create_graph=False)
-            pc._build()
+            pc.build_inference_graph()
             self.after_config = {k: list(g.get_collection(k)) for k in FROZEN}
 
         def _after_train(self):

@@ -264,9 +264,14 @@ def setup_keras_trainer(trainer: Any, get_model: Callable[..., Any], input_signa
             trainer.register_callback(KerasPhaseCallback(True))
 
 
-def _is_distributed(trainer: Any) -> bool:
-    return any(c.__name__ in ("DistributedTrainerBase", "HorovodTrainer", "BytePSTrainer")
-               for c in type(trainer).__mro__)
+def _is_multi_process(trainer: Any) -> bool:
+    """Whether ``trainer`` coordinates several processes: it implements the ``agree_stop``
+    seam of :class:`~trainbus.train.base.Trainer` (every process must stop after the same
+    step), which a single-process trainer leaves as it is. Read from the seam, not from class
+    names, so that any multi-process strategy a plugin brings is recognised."""
+    from trainbus.train.base import Trainer
+
+    return type(trainer).agree_stop is not Trainer.agree_stop
 
 
 class KerasModel:
@@ -311,7 +316,7 @@ class KerasModel:
                 trainer = SyncMultiGPUTrainerParameterServer(nr_gpu)
         if not isinstance(trainer, Trainer):
             raise TypeError(f"KerasModel: trainer must be a trainbus Trainer (e.g. SimpleTrainer()), got {trainer!r}")
-        if _is_distributed(trainer):
+        if _is_multi_process(trainer):
             raise TypeError(f"KerasModel does not support multi-process trainers ({type(trainer).__name__}); use "
                             "SimpleTrainer or a multi-GPU trainer")
         self.input = apply_default_prefetch(input, trainer)

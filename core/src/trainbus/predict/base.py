@@ -134,6 +134,6 @@ class OfflinePredictor(OnlinePredictor):
         if not isinstance(config, PredictConfig):
             raise TypeError(f"{type(self).__name__} needs a PredictConfig, got {type(config).__name__} {config!r}")
         self.config = config
-        self.graph, ins, outs = config._build()
+        self.graph, ins, outs = config.build_inference_graph()
         sess = config._create_session(self.graph)
         super().__init__(ins, outs, config.return_input, sess)

@@ -124,8 +124,11 @@ class PredictConfig:
         """A new graph, or the default graph when ``create_graph=False``."""
         return tf.Graph() if self.create_graph else tf1.get_default_graph()
 
-    def _build(self) -> tuple[Any, list[Any], list[Any]]:
-        """Build the tower once (no prefix) over placeholders; returns ``(graph, inputs, outputs)``."""
+    def build_inference_graph(self) -> tuple[Any, list[Any], list[Any]]:
+        """Build the tower once (no prefix) over placeholders; returns ``(graph, inputs, outputs)``:
+        the graph (a new one unless ``create_graph=False``) and the tensors named by
+        ``input_names`` and ``output_names``. Predictors and
+        :class:`~trainbus.tfutils.export.ModelExporter` build their graph with it."""
         from trainbus.input_source import PlaceholderInput
 
         graph = self._maybe_create_graph()

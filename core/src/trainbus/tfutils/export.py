@@ -30,19 +30,21 @@ class ModelExporter:
     :param config: a :class:`trainbus.predict.PredictConfig`: the graph is built with its
         tower function in a new graph (``PredictTowerContext``), its ``session_init`` loads the
         variables, and its ``input_names``/``output_names`` are the inputs/outputs of the export.
+        Any object with the same ``build_inference_graph()`` (returning ``(graph, inputs,
+        outputs)``) and ``session_init`` will do: this module does not import
+        ``trainbus.predict``, which sits above ``trainbus.tfutils``.
     """
 
     def __init__(self, config: Any) -> None:
-        from trainbus.predict import PredictConfig
-
-        if not isinstance(config, PredictConfig):
-            raise TypeError(f"ModelExporter needs a trainbus.predict.PredictConfig, got {config!r}")
+        if not callable(getattr(config, "build_inference_graph", None)) or not hasattr(config, "session_init"):
+            raise TypeError(f"ModelExporter needs a trainbus.predict.PredictConfig (or an object with "
+                            f"build_inference_graph() and session_init), got {config!r}")
         self.config = config
 
     def _build_and_load(self) -> tuple[Any, Any, list[Any], list[Any]]:
         from trainbus.tfutils.sessinit import JustCurrentSession
 
-        graph, ins, outs = self.config._build()
+        graph, ins, outs = self.config.build_inference_graph()
         with graph.as_default():
             init = self.config.session_init or JustCurrentSession()
             init._setup_graph()
