@@ -34,14 +34,14 @@ class on_path:
         self.root = str(root)
 
     def __enter__(self) -> None:
-        from trainbus import _registry
+        from trainbus.bus import registry as _registry
 
         sys.path.insert(0, self.root)
         _registry.clear_cache()
 
 
     def __exit__(self, *exc: object) -> None:
-        from trainbus import _registry
+        from trainbus.bus import registry as _registry
 
         sys.path.remove(self.root)
         _registry.clear_cache()

@@ -3,7 +3,7 @@
 import inspect
 import pathlib
 
-from trainbus import hookspecs
+from trainbus.bus import hookspecs
 
 DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "hooks.md"
 

@@ -8,7 +8,7 @@ import pathlib
 import importlib_metadata as md
 import pytest
 
-from trainbus import _registry
+from trainbus.bus import registry as _registry
 from trainbus.testing import DistributionCheckError, check_distribution
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -55,8 +55,10 @@ def test_check_distribution_reports_every_problem(tmp_path, monkeypatch) -> None
     info = tmp_path / "trainbus_badplug-0.1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: trainbus-badplug\nVersion: 0.1.0\n"
-                                   "Keywords: trainbus-plugin,trainbus-plugin-api=>=2,<3\n")
+                                   "Keywords: trainbus-plugin\n")
     (info / "entry_points.txt").write_text(
+        "[trainbus.plugin_api]\n"
+        "2 = badplug\n"
         "[trainbus.callbacks]\n"
         "GoodCb = badplug:GoodCb\n"
         "Helper = badplug:Helper\n"
@@ -75,7 +77,7 @@ def test_check_distribution_reports_every_problem(tmp_path, monkeypatch) -> None
     finally:
         _registry.clear_cache()
     text = "\n".join(problems)
-    assert "declares plugin API >=2,<3, but this trainbus implements plugin API 1" in text
+    assert "declares plugin API 2, but this trainbus implements plugin API 1" in text
     assert "Helper = badplug:Helper" in text and "neither a Callback nor a MonitorBase" in text
     assert "the object is named 'GoodCb', not 'WrongName'" in text
     assert "Missing = badplug:DoesNotExist [group trainbus.callbacks] does not load" in text
@@ -95,8 +97,9 @@ def test_check_distribution_reports_a_name_clash(tmp_path, monkeypatch) -> None:
         info = tmp_path / f"trainbus_clash_{dist}-0.1.0.dist-info"
         info.mkdir()
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: trainbus-clash-{dist}\nVersion: 0.1.0\n"
-                                       "Keywords: trainbus-plugin,trainbus-plugin-api=>=1,<2\n")
-        (info / "entry_points.txt").write_text(f"[trainbus.callbacks]\nSameName = clash_{dist}:SameName\n")
+                                       "Keywords: trainbus-plugin\n")
+        (info / "entry_points.txt").write_text(f"[trainbus.plugin_api]\n1 = clash_{dist}\n"
+                                               f"[trainbus.callbacks]\nSameName = clash_{dist}:SameName\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     _registry.clear_cache()
     try:
@@ -120,7 +123,8 @@ def _pip_install_plugin(tmp_path, name: str, package: str, cls: str, source: str
     (src / "pyproject.toml").write_text(
         '[build-system]\nrequires = ["setuptools>=77"]\nbuild-backend = "setuptools.build_meta"\n'
         f'[project]\nname = "{name}"\nversion = "0.1.0"\n'
-        'keywords = ["trainbus-plugin", "trainbus-plugin-api=>=1,<2"]\n'
+        'keywords = ["trainbus-plugin"]\n'
+        f'[project.entry-points."trainbus.plugin_api"]\n"1" = "{package}"\n'
         f'[project.entry-points."trainbus.callbacks"]\n{cls} = "{package}:{cls}"\n'
         '[tool.setuptools.packages.find]\nwhere = ["."]\n')
     (src / package / "__init__.py").write_text(source)
@@ -139,14 +143,14 @@ def test_check_distribution_reports_imports_of_private_modules(tmp_path, monkeyp
            "__all__ = ['ProbeBad']\n"
            "class ProbeBad(Callback):\n"
            "    def _trigger(self):\n"
-           "        from trainbus.tfutils import _tf\n"
+           "        from trainbus.train import _signals\n"
            "        import trainbus._manager as m\n"
-           "        return _tf, m, TrainingInterrupted\n"
+           "        return _signals, m, TrainingInterrupted\n"
            "def helper():\n"
            "    import importlib\n"
            "    return importlib.import_module('trainbus.train._fastrun')\n"
            "def other():\n"
-           "    from trainbus.utils._secret import thing\n")
+           "    from trainbus._defaults import thing\n")
     good = ("from trainbus.callbacks import Callback\n"
             "from trainbus.plugin_api import TrainingInterrupted, tf1\n"
             "__all__ = ['ProbeGood']\n"
@@ -169,9 +173,13 @@ def test_check_distribution_reports_imports_of_private_modules(tmp_path, monkeyp
     assert sorted(by_line, key=int) == ["2", "6", "7", "11", "13"], problems
     assert "imports a private trainbus module, trainbus.train._signals" in by_line["2"]
     assert "import trainbus.plugin_api.TrainingInterrupted instead" in by_line["2"]
-    assert "trainbus.tfutils._tf" in by_line["6"] and "use trainbus.plugin_api.tf / trainbus.plugin_api.tf1" in by_line["6"]
-    assert "trainbus._manager" in by_line["7"] and "trainbus.plugin_api.contribution_manager" in by_line["7"]
-    assert "trainbus.train._fastrun" in by_line["11"] and "use trainbus.session.fastrun instead" in by_line["11"]
-    assert "trainbus.utils._secret" in by_line["13"] and "trainbus.plugin_api has no replacement for it" in by_line["13"]
+    # the whole module: the plugin API names it shares, found from where they are defined
+    assert by_line["6"].endswith("use trainbus.plugin_api.TrainingInterrupted / trainbus.plugin_api.signum_of_reason / "
+                                 "trainbus.plugin_api.checkpoint_report instead"), by_line["6"]
+    # module paths that do not exist (the never-released aliases of 0.1.0 are gone)
+    for line, module in (("7", "trainbus._manager"), ("11", "trainbus.train._fastrun")):
+        assert f"there is no module {module} in this trainbus: import what the plugin needs from " \
+               "trainbus.plugin_api" in by_line[line], by_line[line]
+    assert "trainbus._defaults" in by_line["13"] and "trainbus.plugin_api has no replacement for it" in by_line["13"]
     with pytest.raises(DistributionCheckError, match=r"privbad/__init__.py:2: imports a private trainbus module"):
         check_distribution("trainbus-privbad")

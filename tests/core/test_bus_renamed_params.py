@@ -134,7 +134,7 @@ def test_monitor_method_with_renamed_parameters(method):
 
 
 def test_adapters_only_for_renamed_methods():
-    from trainbus._manager import _ADAPTER_PREFIX, TrainbusPluginManager
+    from trainbus.bus.manager import _ADAPTER_PREFIX, TrainbusPluginManager
 
     class Spec(MonitorBase):
         def process_scalar(self, name, val):
@@ -161,7 +161,7 @@ def test_adapters_only_for_renamed_methods():
 def test_adapters_carry_the_hook_spec_names():
     from pluggy._hooks import varnames
 
-    from trainbus._manager import _ADAPTERS, TrainbusPluginManager
+    from trainbus.bus.manager import _ADAPTERS, TrainbusPluginManager
 
     pm = TrainbusPluginManager()
     for hook, make in _ADAPTERS.items():

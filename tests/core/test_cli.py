@@ -63,7 +63,7 @@ def test_plugins_lists_without_tensorflow_in_under_a_second() -> None:
     info, out, err = _blocked(["plugins"])
     assert info["rc"] == 0, err
     assert info["tf"] == [] and info["plugins"] == [], info
-    assert "trainbus-saver 0.1.0  [bundle: standard]  [plugin API >=1,<2]" in out
+    assert "trainbus-saver 0.1.0  [bundle: standard]  [plugin API 1]" in out
     assert "    trainbus.callbacks.ModelSaver" in out
     assert "    trainbus.train.SimpleTrainer" in out
     assert "ERROR" not in out, out
@@ -77,8 +77,8 @@ def test_version_reads_metadata_only() -> None:
     assert info["tf"] == [] and info["plugins"] == [], info
     lines = out.splitlines()
     assert lines[0] == f"trainbus {__version__} (plugin API 1)"
-    assert "  trainbus-saver 0.1.0 (plugin API >=1,<2)" in lines
-    assert "  trainbus-trainers-single 0.1.0 (plugin API >=1,<2)" in lines
+    assert "  trainbus-saver 0.1.0 (plugin API 1)" in lines
+    assert "  trainbus-trainers-single 0.1.0 (plugin API 1)" in lines
     from importlib.metadata import version
 
     assert lines[-1] == f"TensorFlow: tensorflow {version('tensorflow')}"
@@ -238,8 +238,9 @@ def _broken_dist(site: pathlib.Path) -> None:
     info = site / "trainbus_brokenimport-0.2.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: trainbus-brokenimport\nVersion: 0.2.0\n"
-                                   "Keywords: trainbus-plugin,trainbus-plugin-api=>=1,<2\n")
-    (info / "entry_points.txt").write_text("[trainbus.callbacks]\nBrokenCallback = trainbus_brokenimport:Broken\n"
+                                   "Keywords: trainbus-plugin\n")
+    (info / "entry_points.txt").write_text("[trainbus.plugin_api]\n1 = trainbus_brokenimport\n"
+                                           "[trainbus.callbacks]\nBrokenCallback = trainbus_brokenimport:Broken\n"
                                            "[trainbus.train]\nGoneTrainer = trainbus_gone_module:GoneTrainer\n")
 
 

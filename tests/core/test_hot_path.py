@@ -123,7 +123,7 @@ def test_options_and_run_metadata(graph_and_sess):
 
 def test_trigger_step_dispatch_keeps_pluggy_order_with_ambient_plugins():
     import trainbus
-    from trainbus._manager import TrainbusPluginManager
+    from trainbus.bus.manager import TrainbusPluginManager
     from trainbus.callbacks import Callback
     from trainbus.train.base import Bus
 

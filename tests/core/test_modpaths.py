@@ -7,8 +7,8 @@ import sys
 import pytest
 
 import trainbus
-from trainbus import _modpaths, _registry
-from trainbus._exceptions import PluginConflictError, PluginLoadError
+from trainbus.bus import modpaths as _modpaths, registry as _registry
+from trainbus.exceptions import PluginConflictError, PluginLoadError
 
 from fakedist import make_dist, on_path
 

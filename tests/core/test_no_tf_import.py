@@ -8,7 +8,8 @@ CODE = textwrap.dedent("""
     import sys
     sys.modules['tensorflow'] = None          # any 'import tensorflow' now raises ImportError
     import trainbus
-    from trainbus import hookspecs, _manager, _registry, _defaults, hookimpl
+    from trainbus.bus import hookspecs, manager as _manager, registry as _registry
+    from trainbus import _defaults, hookimpl
     import trainbus.callbacks, trainbus.train, trainbus.tfutils, trainbus.tfutils.sessinit
     from trainbus.callbacks import Callback, ProxyCallback, CallbackFactory, Callbacks, PeriodicTrigger, \\
         PeriodicCallback, EnableCallbackIf, MonitorBase, Monitors

@@ -4,14 +4,14 @@ tensorpack 0.11 imports as ``trainbus.<path>`` and holds the same public names, 
 
 The two tables below were recorded from tensorpack 0.11 (its modules' ``__all__`` and the
 names its star import binds). A name trainbus does not provide must be listed in
-``trainbus._registry.OUT_OF_SCOPE`` with its reason, and then raises an ``ImportError`` saying so.
+``trainbus.bus.registry.OUT_OF_SCOPE`` with its reason, and then raises an ``ImportError`` saying so.
 """
 
 import importlib
 
 import pytest
 
-from trainbus import _registry
+from trainbus.bus import registry as _registry
 
 #: module path -> the public names tensorpack's module of that path exports
 TENSORPACK_MODULES = {'trainbus.callbacks': (),

@@ -90,7 +90,7 @@ def test_loop_thread_runs_pauses_resumes_and_stops():
 
 
 def test_share_session_thread_uses_the_starting_threads_session():
-    from trainbus.tfutils import _tf
+    from trainbus.utils import lazytf as _tf
 
     tf1 = _tf.tf1()
     seen = []

@@ -86,7 +86,7 @@ def test_memoized_ignoreargs():
 
 
 def test_graph_memoized_one_cache_per_graph():
-    from trainbus.tfutils import _tf
+    from trainbus.utils import lazytf as _tf
 
     tf1 = _tf.tf1()
     calls = []

@@ -3,7 +3,7 @@
 Python blocks of one page run in order in one fresh namespace (a block may use what an earlier
 block of its page defined), in a fresh working directory, with a fresh TensorFlow graph and
 log directory. A TOML block that is a run file (it has a ``[model]``, ``[data]``, ``[train]``,
-... table) is checked by the run-file checker (``trainbus.config_file.load_run_file``); any
+... table) is checked by the run-file checker (``trainbus.runfile.load_run_file``); any
 other TOML block (a ``pyproject.toml`` excerpt) is parsed.
 
 A block that cannot run here (it needs a GPU, a cluster, ``horovodrun``, the network, a
@@ -186,7 +186,7 @@ def test_toml_block(block: Block, fresh_process_state: pathlib.Path) -> None:
     if not RUN_FILE_TABLES & set(doc):
         assert doc, f"{block.where}: an empty TOML block"
         return
-    from trainbus.config_file import RunConfigError, load_run_file
+    from trainbus.runfile import RunConfigError, load_run_file
 
     first = block.code.lstrip().splitlines()[0]
     named = re.fullmatch(r"#\s*([\w.-]+\.toml)\s*", first)

@@ -103,7 +103,7 @@ def test_bundle_members_are_real_distributions() -> None:
 
     assert {d for _, _, d in (*EXPECTED_CALLBACKS, *EXPECTED_MONITORS)} <= bundles["standard"]
     # the generated catalogue agrees with core/pyproject.toml
-    from trainbus._catalogue import BUNDLES
+    from trainbus.bus.catalogue import BUNDLES
 
     assert {b: set(m) for b, m in BUNDLES.items()} == bundles
 

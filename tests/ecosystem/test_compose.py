@@ -8,7 +8,8 @@ import json
 import pytest
 
 import trainbus
-from trainbus import _registry, compose
+from trainbus import compose
+from trainbus.bus import registry as _registry
 from trainbus.testing import train_tiny
 
 

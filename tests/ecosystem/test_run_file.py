@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from trainbus import _registry
-from trainbus.config_file import RunConfigError, load_run_file, scan_key_lines
+from trainbus.bus import registry as _registry
+from trainbus.runfile import RunConfigError, load_run_file, scan_key_lines
 
 HERE = pathlib.Path(__file__).resolve().parent / "runfiles"
 

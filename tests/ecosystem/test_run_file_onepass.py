@@ -8,7 +8,7 @@ import pathlib
 
 import pytest
 
-from trainbus.config_file import RunConfigError, load_run_file
+from trainbus.runfile import RunConfigError, load_run_file
 
 HERE = pathlib.Path(__file__).resolve().parent / "runfiles"
 
@@ -188,7 +188,7 @@ def test_values_of_the_wrong_type_for_annotated_parameters(rundir) -> None:
 def test_a_real_run_builds_each_component_once(rundir) -> None:
     """Checking does not cost a second construction: a callback (and the object in its
     arguments) is built once by ``train_from_file``; ``load_run_file`` builds a throwaway one."""
-    from trainbus.config_file import train_from_file
+    from trainbus.runfile import train_from_file
     from trainbus.utils import logger
 
     (rundir / "counted.py").write_text(
@@ -275,7 +275,7 @@ def test_bad_state_keys_are_reported_with_the_other_mistakes(rundir, how) -> Non
     """A non-string or blank ``state_key``, two entries given one key, two stateful callbacks
     whose default keys are equal and a key inside an argument: each reported at its line, in the same pass as
     a bad loop option and an unknown key; nothing trains."""
-    from trainbus.config_file import train_from_file
+    from trainbus.runfile import train_from_file
 
     p = rundir / "keys.toml"
     # [train] is the last table: a log directory for its savers (else the check reports them too)

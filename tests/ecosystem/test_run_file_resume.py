@@ -122,7 +122,7 @@ def _write(rundir: pathlib.Path, epochs: int, keep: int = 2, stop_at: int | None
 def _train_here(path: pathlib.Path) -> str:
     """``train_from_file`` in this process (what ``trainbus train`` calls); returns the run's
     ``log.log``."""
-    from trainbus.config_file import train_from_file
+    from trainbus.runfile import train_from_file
 
     train_from_file(path)
     text = (path.parent / "log" / "log.log").read_text()
@@ -207,7 +207,7 @@ def test_rerun_from_an_older_checkpoint_leaves_no_overlapping_steps(rundir) -> N
 def test_resume_false_starts_over(rundir, monkeypatch) -> None:
     """``resume = false`` in [train]: the same file trains from step 0 again (the choice is
     the user's; the default is to continue). In process, through ``train_from_file``."""
-    from trainbus.config_file import train_from_file
+    from trainbus.runfile import train_from_file
 
     monkeypatch.chdir(rundir)
     log = rundir / "log"
@@ -330,7 +330,7 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(rundir) -> N
 def test_nothing_to_resume_from_is_reported_as_a_problem_of_the_run(rundir) -> None:
     """Every checkpoint of the log directory is damaged: the run reports it (with what to do)
     like the file's other problems, starts nothing and leaves the directory as it was."""
-    from trainbus.config_file import RunConfigError, train_from_file
+    from trainbus.runfile import RunConfigError, train_from_file
 
     log = rundir / "log"
     _train_here(_write(rundir, epochs=1))
@@ -365,7 +365,7 @@ def test_state_key_tells_two_callbacks_of_one_class_apart_on_resume(rundir) -> N
     each in the run file: the run trains, the dry run shows the keys, the checkpoint holds
     both states under their keys, and running the file again gives each its own count back
     (swapped states would give 6 and 6 after the second epoch, not 8 and 4)."""
-    from trainbus.config_file import train_from_file
+    from trainbus.runfile import train_from_file
 
     log = rundir / "log"
     p = _write(rundir, epochs=1)

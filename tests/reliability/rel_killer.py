@@ -24,7 +24,7 @@ import tensorflow  # noqa: E402,F401 - imported once, before forking
 import trainbus.callbacks as C  # noqa: E402
 from trainbus.input_source import FeedInput  # noqa: E402
 from trainbus.testing import TinyModel, tiny_dataflow  # noqa: E402
-from trainbus._manager import TrainbusPluginManager  # noqa: E402
+from trainbus.bus.manager import TrainbusPluginManager  # noqa: E402
 from trainbus.train import AutoResumeTrainConfig, SimpleTrainer, TrainConfig  # noqa: E402
 from trainbus.utils import logger  # noqa: E402
 

@@ -359,7 +359,7 @@ def test_run_file_resumes_from_the_newest_intact_checkpoint(tmp_path, tb_log):
 
     import tensorflow as tf
 
-    from trainbus.config_file import train_from_file
+    from trainbus.runfile import train_from_file
 
     runfiles = pathlib.Path(__file__).resolve().parent.parent / "ecosystem" / "runfiles"
     (tmp_path / "tinyrun.py").write_text((runfiles / "tinyrun.py").read_text())

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from trainbus._exceptions import PluginConflictError, PluginLoadError
+from trainbus.exceptions import PluginConflictError, PluginLoadError
 from trainbus.testing import HookRecorder, train_tiny
 
 pytestmark = pytest.mark.timeout(120)
@@ -30,7 +30,7 @@ FAKE_NAMES = ["FakeBrokenImport", "FakeMissing", "FakeDuplicated", "FakeOverride
 
 def _forget() -> None:
     import trainbus.callbacks as C
-    from trainbus import _manager, _registry
+    from trainbus.bus import manager as _manager, registry as _registry
 
     _registry.clear_cache()
     _manager._load_ambient_cached.cache_clear()

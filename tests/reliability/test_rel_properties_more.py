@@ -197,7 +197,7 @@ def _workdir() -> pathlib.Path:
 @settings(FAST, max_examples=4)  # each plan builds the graph of the run: ~2-5 s
 @given(**run_files)
 def test_valid_run_files_pass_planning_without_training(lr, n, batch, callbacks, monitors, spe, max_epoch, k):
-    from trainbus.config_file import train_from_file
+    from trainbus.runfile import train_from_file
 
     d = _workdir()
     try:
@@ -228,7 +228,7 @@ MUTATIONS = {
 @given(mutation=st.sampled_from(sorted(MUTATIONS)), **run_files)
 def test_invalid_run_files_are_reported_with_a_line_and_never_train(mutation, lr, n, batch, callbacks, monitors,
                                                                    spe, max_epoch, k):
-    from trainbus.config_file import RunConfigError, train_from_file
+    from trainbus.runfile import RunConfigError, train_from_file
 
     find, repl = MUTATIONS[mutation]
     if mutation == "unknown callback":

@@ -93,7 +93,7 @@ def test_cli_delete_with_three_mistakes_deletes_nothing(rundir) -> None:
 
 @pytest.mark.parametrize("action", ["d", "b", "n", "k"])
 def test_every_action_waits_for_the_checks(rundir, action) -> None:
-    from trainbus.config_file import RunConfigError, train_from_file
+    from trainbus.runfile import RunConfigError, train_from_file
 
     log = rundir / "runs" / "log"
     _populate(log)
@@ -110,7 +110,7 @@ def test_every_action_waits_for_the_checks(rundir, action) -> None:
 def test_keep_creates_no_directory_and_no_log_file(rundir) -> None:
     """``"k"`` (or no action) with a directory that does not exist yet: a failed check
     creates neither the directory nor ``log.log``."""
-    from trainbus.config_file import RunConfigError, train_from_file
+    from trainbus.runfile import RunConfigError, train_from_file
 
     log = rundir / "runs" / "fresh"
     (rundir / "runs").mkdir()
@@ -124,7 +124,7 @@ def test_keep_creates_no_directory_and_no_log_file(rundir) -> None:
 def test_a_problem_found_while_building_the_run_changes_nothing(rundir) -> None:
     """Past the file's checks, the data function returns something that is not a DataFlow:
     still reported before the log directory is touched."""
-    from trainbus.config_file import RunConfigError, train_from_file
+    from trainbus.runfile import RunConfigError, train_from_file
 
     (rundir / "baddata.py").write_text("def make():\n    return [1, 2, 3]\n")
     log = rundir / "runs" / "log"
@@ -198,7 +198,7 @@ def test_launch_train_with_config_acts_when_training_starts(rundir) -> None:
 def test_a_log_directory_that_cannot_be_created_is_a_problem_of_the_file(rundir) -> None:
     """A file where a parent of the log directory should be: reported with the other
     mistakes, at the logdir line, before anything happens."""
-    from trainbus.config_file import RunConfigError, train_from_file
+    from trainbus.runfile import RunConfigError, train_from_file
 
     (rundir / "blocker").write_text("a file, not a directory")
     p = rundir / "bad.toml"

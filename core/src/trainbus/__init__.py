@@ -26,8 +26,8 @@ _CORE_ALL = ["hookimpl", "hookspec", "StopTraining", "PluginConflictError", "Plu
              "PLUGIN_API_VERSION", "__version__"]
 
 _LAZY_MODULES = {
-    "callbacks", "train", "tfutils", "dataflow", "input_source", "predict", "utils", "models", "testing", "hookspecs",
-    "compose", "config_file", "compat", "graph_builder", "contrib", "plugin_api", "checkpoint", "show",
+    "callbacks", "train", "tfutils", "dataflow", "input_source", "predict", "utils", "models", "testing",
+    "compose", "runfile", "compat", "graph_builder", "contrib", "plugin_api", "checkpoint", "show",
 }
 _LAZY = {
     "ModelDesc": "trainbus.train", "ModelDescBase": "trainbus.train", "Trainer": "trainbus.train",
@@ -85,7 +85,7 @@ def __getattr__(name: str) -> Any:
     try:
         return _plugin_getattr(name)
     except AttributeError:
-        if name.startswith("_"):  # private submodules (``from trainbus import _registry``) import as files
+        if name.startswith("_"):  # private submodules (``from trainbus import _defaults``) import as files
             raise
     for sub in reversed(_STAR_MODULES):  # a name a subpackage exports (e.g. trainbus.Conv2D, trainbus.get_rng)
         module = importlib.import_module(f"{__name__}.{sub}")

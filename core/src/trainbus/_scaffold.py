@@ -48,15 +48,19 @@ version = "0.1.0"
 description = "A trainbus plugin: {callback} (callback) and {monitor} (monitor)"
 readme = "README.md"
 requires-python = ">=3.10"
-# "trainbus-plugin" marks the distribution as a plugin; the plugin API keyword says which
-# trainbus plugin API it is written for (keep it the last keyword)
-keywords = ["trainbus-plugin", "trainbus-plugin-api=>={api},<{api_next}"]
+# "trainbus-plugin" marks the distribution as a plugin (for people searching an index)
+keywords = ["trainbus-plugin"]
 dependencies = ["trainbus>=0.1,<0.2"]
 
 [project.optional-dependencies]
 # what tests/ needs beyond the dependencies: pytest, and the trainer its training test runs
 # (trainbus.testing.train_tiny uses SimpleTrainer, from trainbus-trainers-single)
 test = ["pytest>=8", "trainbus-trainers-single>=0.1,<0.2"]
+
+# the trainbus plugin API versions it is written for: one entry per version (the value is
+# the package; it is not imported)
+[project.entry-points."trainbus.plugin_api"]
+"{api}" = "{package}"
 
 # one entry per exported class; the entry-point name is the exact class name
 [project.entry-points."trainbus.callbacks"]
@@ -237,7 +241,7 @@ def scaffold_plugin(name: str, directory: str | pathlib.Path | None = None) -> p
     root = pathlib.Path(directory) if directory is not None else pathlib.Path.cwd() / n["dist"]
     if root.exists() and any(root.iterdir()):
         raise FileExistsError(f"{root} exists and is not empty; choose another --dir or remove it")
-    fields = dict(n, api=PLUGIN_API_VERSION, api_next=PLUGIN_API_VERSION + 1)
+    fields = dict(n, api=PLUGIN_API_VERSION)
     files = {
         "pyproject.toml": _PYPROJECT.format(**fields),
         "README.md": _README.format(**fields),

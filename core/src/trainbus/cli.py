@@ -8,7 +8,7 @@ Subcommands:
                      function returning either
   train RUN.toml     train the run a TOML file describes (``--dry-run``: print the resolved
                      plan, train nothing; ``--set PATH=VALUE``: change one value); see
-                     ``trainbus.config_file``. A run that already reached max_epoch trains
+                     ``trainbus.runfile``. A run that already reached max_epoch trains
                      nothing and says how to go on (status 0)
   show LOGDIR...     the per-epoch scalars, best values and checkpoints of log directories, several
                      side by side (``--plot FILE.png``: their curves); imports no TensorFlow
@@ -50,6 +50,7 @@ from typing import Any, NoReturn, Sequence
 
 from trainbus.bus import registry as _registry
 from trainbus.bus.report import plugin_report
+from trainbus.exceptions import PluginLoadError
 
 #: distributions that provide the ``tensorflow`` module, in the order ``--version`` looks for them
 TF_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-macos", "tensorflow-intel",
@@ -103,7 +104,12 @@ def _distribution_versions() -> list[tuple[str, str, str | None]]:
                     continue
                 dname = dist.metadata["Name"]
                 if dname not in seen:
-                    seen[dname] = (dname, dist.version, _registry.declared_api(ep))
+                    try:
+                        api = _registry.declared_api(ep)
+                    except PluginLoadError:
+                        seen[dname] = (dname, dist.version, "unreadable: see `trainbus plugins`")
+                    else:
+                        seen[dname] = (dname, dist.version, api.text if api is not None else None)
     return sorted(seen.values())
 
 
@@ -209,7 +215,7 @@ def _readable_file(path: str) -> None:
 
 def cmd_train(args: argparse.Namespace) -> int:
     _readable_file(args.config)
-    from trainbus.config_file import RunConfigError, train_from_file
+    from trainbus.runfile import RunConfigError, train_from_file
     from trainbus.checkpoint import RunDirBusyError
     from trainbus.train._signals import TrainingInterrupted, interrupts_before_training
 

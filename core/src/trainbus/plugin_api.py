@@ -1,8 +1,8 @@
 """The one module plugin distributions import trainbus internals from.
 
 Everything here is covered by the plugin API version (:data:`PLUGIN_API_VERSION`): a plugin
-that declares ``trainbus-plugin-api=>=1,<2`` may rely on each name below keeping its meaning
-for every core release implementing version 1. A plugin must not import a private module of
+written for version 1 (entry point ``"1" = "<its package>"`` in group ``trainbus.plugin_api``)
+may rely on each name below keeping its meaning for every core release implementing version 1. A plugin must not import a private module of
 trainbus (``trainbus._x``, ``trainbus.x._y``) or of another distribution;
 ``trainbus.testing.check_distribution`` reports one that does.
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from trainbus.callbacks.base import Callback
 from trainbus.callbacks.monitor import MonitorBase
+from trainbus.exceptions import PluginLoadError
 
 __all__ = ["TinyModel", "tiny_dataflow", "train_tiny", "HookRecorder", "RecordingMonitor", "check_distribution",
            "DistributionCheckError"]
@@ -253,7 +254,8 @@ def check_distribution(name: str, raise_on_error: bool = True) -> list[str]:
     ``AssertionError`` so that it reads well in a test). The checks:
 
     * the distribution is installed, declares entry points in a trainbus group, and declares a
-      plugin API (keyword ``trainbus-plugin-api=<spec>``) that this trainbus supports;
+      plugin API that this trainbus supports, readably (``[project.entry-points."trainbus.plugin_api"]
+      "1" = "<its package>"``);
     * every entry point loads;
     * the object is named like its entry point, or the entry point is an alias its package
       exports in ``__all__`` next to the object's own name (``PrefetchData`` for ``MultiProcessRunner``);
@@ -269,8 +271,8 @@ def check_distribution(name: str, raise_on_error: bool = True) -> list[str]:
     * no class overrides a public hook method (``before_run`` instead of ``_before_run``);
     * no name is also provided by another installed distribution, or by the core itself;
     * no module of the distribution (its installed ``.py`` files, read with ``ast``, not run)
-      imports a private trainbus module (``trainbus._manager``, ``trainbus.train._signals``,
-      ``from trainbus.tfutils import _tf``) or a private module of another trainbus
+      imports a private trainbus module (``trainbus.train._signals``, ``trainbus._defaults``,
+      ``from trainbus.train import _signals``) or a private module of another trainbus
       distribution: each such import is reported with its file and line, and the
       ``trainbus.plugin_api`` name to import instead where there is one.
 
@@ -315,22 +317,18 @@ def check_distribution(name: str, raise_on_error: bool = True) -> list[str]:
     if not eps:
         problems.append(f"it declares no entry point in any trainbus group ({', '.join(groups)}); "
                         "add [project.entry-points.\"trainbus.callbacks\"] Name = \"package:Name\" to its pyproject.toml")
-    keywords = dist.metadata.get("Keywords") or ""
-    spec = _registry._API_KEYWORD.search(keywords)
-    if spec is None:
-        problems.append(f"it does not declare the plugin API it is written for; add the keyword "
-                        f"\"trainbus-plugin-api=>={_registry.PLUGIN_API_VERSION},<{_registry.PLUGIN_API_VERSION + 1}\" "
-                        "to [project] keywords in its pyproject.toml")
+    try:
+        api = _registry.declared_api(dist)
+    except PluginLoadError as e:
+        problems.append(str(e))
     else:
-        try:
-            ok = _registry.api_supported(spec.group("spec").replace(",", ";"))
-        except ValueError as e:
-            problems.append(f"its plugin API keyword is unreadable: {e}; write it like trainbus-plugin-api=>=1,<2 "
-                            "and keep it the last keyword")
-        else:
-            if not ok:
-                problems.append(f"it declares plugin API {spec.group('spec')}, but this trainbus implements plugin API "
-                                f"{_registry.PLUGIN_API_VERSION}")
+        if api is None:
+            problems.append(f"it does not declare the plugin API it is written for; add [project.entry-points."
+                            f"\"{_registry.API_GROUP}\"] \"{_registry.PLUGIN_API_VERSION}\" = \"<its package>\" "
+                            "to its pyproject.toml")
+        elif not api.supports():
+            problems.append(f"it declares plugin API {api.text}, but this trainbus implements plugin API "
+                            f"{_registry.PLUGIN_API_VERSION}")
     core_names = _core_public_names()
     for ep in eps:
         where = f"entry point {ep.name} = {ep.value} [group {ep.group}]"
@@ -401,19 +399,6 @@ def check_distribution(name: str, raise_on_error: bool = True) -> list[str]:
     return problems
 
 
-#: private core modules plugins used to reach for, and what replaces them for a plugin
-_PRIVATE_REPLACEMENTS = {
-    "trainbus.tfutils._tf": "trainbus.plugin_api.tf / trainbus.plugin_api.tf1",
-    "trainbus.train._signals": "trainbus.plugin_api.TrainingInterrupted / trainbus.plugin_api.signum_of_reason",
-    "trainbus._manager": "trainbus.plugin_api.contribution_manager / PluginWarning / drop_hooks",
-    "trainbus._registry": "trainbus.plugin_api.PLUGIN_API_VERSION",
-    "trainbus._exceptions": "trainbus.plugin_api.StopTraining",
-    "trainbus._catalogue": "trainbus.bus.catalogue",
-    "trainbus._modpaths": "trainbus.bus.modpaths",
-    "trainbus.train._fastrun": "trainbus.session.fastrun",
-}
-
-
 def _is_private(dotted: str) -> bool:
     return any(p.startswith("_") and not p.startswith("__") for p in dotted.split("."))
 
@@ -474,9 +459,20 @@ def _replacement(module: str, names: list[str]) -> str:
     public = [n for n in names if n in api.__all__]
     if public:
         return "import " + ", ".join(f"trainbus.plugin_api.{n}" for n in public) + " instead"
-    found = _PRIVATE_REPLACEMENTS.get(module)
-    if found:
-        return f"use {found} instead"
+    if module.split(".")[0] == "trainbus":
+        import importlib.util
+
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            return (f"there is no module {module} in this trainbus: import what the plugin needs from "
+                    "trainbus.plugin_api or from a public trainbus module")
+        # what the plugin API shares from that module (e.g. TrainingInterrupted from trainbus.train._signals)
+        shared = [n for n in api.__all__ if getattr(getattr(api, n), "__module__", None) == module]
+        if shared:
+            return "use " + " / ".join(f"trainbus.plugin_api.{n}" for n in shared) + " instead"
     return ("trainbus.plugin_api has no replacement for it: keep what the plugin needs in its own package, or ask "
             "for it to become part of the plugin API")
 

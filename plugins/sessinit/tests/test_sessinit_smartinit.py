@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainbus import _registry
+from trainbus.bus import registry as _registry
 from trainbus.tfutils import sessinit
 
 tf1 = tf.compat.v1
@@ -110,8 +110,8 @@ def json_format_plugin(tmp_path):
     info = site / "tb_jsoninit-0.3.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tb-jsoninit\nVersion: 0.3.0\n"
-                                   "Keywords: trainbus-plugin,trainbus-plugin-api=>=1,<2\n")
-    (info / "entry_points.txt").write_text("[trainbus.plugins]\njsoninit = tb_jsoninit\n")
+                                   "Keywords: trainbus-plugin\n")
+    (info / "entry_points.txt").write_text("[trainbus.plugin_api]\n1 = tb_jsoninit\n[trainbus.plugins]\njsoninit = tb_jsoninit\n")
     sys.path.insert(0, str(site))
     _registry.clear_cache()
     try:
@@ -120,7 +120,7 @@ def json_format_plugin(tmp_path):
         sys.path.remove(str(site))
         sys.modules.pop("tb_jsoninit", None)
         _registry.clear_cache()
-        from trainbus import _manager
+        from trainbus.bus import manager as _manager
 
         _manager._load_ambient_cached.cache_clear()
 

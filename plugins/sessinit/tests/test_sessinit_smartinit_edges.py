@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainbus import _registry
+from trainbus.bus import registry as _registry
 from trainbus.tfutils import sessinit
 
 tf1 = tf.compat.v1
@@ -24,7 +24,7 @@ def ckpt(tmp_path):
 
 
 def _fresh_managers():
-    from trainbus import _manager
+    from trainbus.bus import manager as _manager
 
     _registry.clear_cache()
     _manager._load_ambient_cached.cache_clear()
@@ -97,8 +97,8 @@ def odd_plugin(tmp_path):
     info = site / "tb_oddinit-0.2.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tb-oddinit\nVersion: 0.2.0\n"
-                                   "Keywords: trainbus-plugin,trainbus-plugin-api=>=1,<2\n")
-    (info / "entry_points.txt").write_text("[trainbus.plugins]\noddinit = tb_oddinit\n")
+                                   "Keywords: trainbus-plugin\n")
+    (info / "entry_points.txt").write_text("[trainbus.plugin_api]\n1 = tb_oddinit\n[trainbus.plugins]\noddinit = tb_oddinit\n")
     sys.path.insert(0, str(site))
     _fresh_managers()
     try:

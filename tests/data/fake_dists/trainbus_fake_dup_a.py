@@ -1,7 +1,7 @@
 """One of two distributions that export the same names."""
 
 from trainbus.callbacks.base import Callback
-from trainbus.hookspecs import hookimpl
+from trainbus.plugin_api import hookimpl
 
 
 class FakeDuplicated(Callback):

@@ -7,7 +7,7 @@ appends them to that file.
 import os
 
 from trainbus.callbacks.base import Callback
-from trainbus.hookspecs import hookimpl
+from trainbus.plugin_api import hookimpl
 
 EVENTS = []
 

@@ -2,9 +2,9 @@
 
 import sys
 
-from trainbus._exceptions import StopTraining
+from trainbus.exceptions import StopTraining
 from trainbus.callbacks.base import Callback
-from trainbus.hookspecs import hookimpl
+from trainbus.plugin_api import hookimpl
 
 
 class FakeRaising(Callback):

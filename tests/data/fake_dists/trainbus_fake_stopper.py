@@ -1,7 +1,7 @@
 """An ambient plugin that calls ``run_context.request_stop()`` in ``before_run`` (from the
 second step on) and in ``after_run`` (every step): it must not stop training."""
 
-from trainbus.hookspecs import hookimpl
+from trainbus.plugin_api import hookimpl
 
 
 class _Ambient:

@@ -1,6 +1,6 @@
 """An ambient plugin implementing a hook that does not exist (a typo)."""
 
-from trainbus.hookspecs import hookimpl
+from trainbus.plugin_api import hookimpl
 
 
 @hookimpl

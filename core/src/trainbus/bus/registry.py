@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import re
 from typing import Any, Callable, Iterable, Mapping
 
 from importlib_metadata import EntryPoint, entry_points
@@ -21,9 +20,16 @@ from trainbus.exceptions import PluginAPIVersionError, PluginConflictError, Plug
 NAME_GROUPS = ("trainbus.callbacks", "trainbus.train", "trainbus.tfutils.sessinit", "trainbus.dataflow")
 #: Ambient plugins (observers, profilers, default contributions) load from this group.
 PLUGIN_GROUP = "trainbus.plugins"
-#: The plugin API version this core implements. A plugin distribution declares what it
-#: supports with the keyword ``trainbus-plugin-api=<spec>`` (e.g. ``>=1,<2``) in its metadata.
+#: The plugin API version this core implements. A plugin distribution declares the versions it
+#: is written for in entry-point group :data:`API_GROUP` (see :func:`declared_api`).
 PLUGIN_API_VERSION = 1
+#: The entry-point group in which a plugin distribution declares the plugin API versions it is
+#: written for: one entry point per version, named by the version, whose value is the
+#: distribution's package (never imported)::
+#:
+#:     [project.entry-points."trainbus.plugin_api"]
+#:     "1" = "trainbus_mything"
+API_GROUP = "trainbus.plugin_api"
 
 #: tensorpack names and module paths (as ``trainbus.<...>``) trainbus does not provide, with the
 #: reason and what to use instead; importing one raises an ``ImportError`` that says so
@@ -56,7 +62,7 @@ def index(group: str) -> dict[str, tuple[EntryPoint, ...]]:
 def clear_cache() -> None:
     """Forget the cached index (after installing or removing distributions at run time)."""
     index.cache_clear()
-    _check_api.cache_clear()
+    _parse_api.cache_clear()
     _packages_distributions.cache_clear()
 
 
@@ -72,53 +78,75 @@ def describe(ep: EntryPoint) -> str:
     return f"{who} ({ep.name} = {ep.value})"
 
 
-_API_KEYWORD = re.compile(r"trainbus-plugin-api\s*=\s*(?P<spec>[^,\s][^\s]*)")
+class PluginAPI:
+    """The plugin API versions an installed distribution declares it is written for.
 
+    :ivar dist: the distribution's name.
+    :ivar versions: the versions, a frozenset of ints.
+    :ivar text: the versions for messages: ``"1"``, ``"1, 2"``.
+    """
 
-def declared_api(ep: EntryPoint) -> str | None:
-    """The plugin API spec a distribution declares in its keywords, or None."""
-    dist = getattr(ep, "dist", None)
-    if dist is None:
-        return None
-    text = " ".join(filter(None, [dist.metadata.get("Keywords") or ""]))
-    m = _API_KEYWORD.search(text)
-    return m.group("spec") if m else None
+    __slots__ = ("dist", "versions", "text")
 
+    def __init__(self, dist: str, versions: frozenset[int]) -> None:
+        self.dist, self.versions = dist, versions
+        self.text = ", ".join(str(v) for v in sorted(versions))
 
-def api_supported(spec: str, version: int = PLUGIN_API_VERSION) -> bool:
-    """True if ``version`` satisfies a spec such as ``>=1,<2``, ``==1`` or ``1``."""
-    for part in spec.split(";"):
-        part = part.strip()
-        if not part:
-            continue
-        m = re.fullmatch(r"(>=|<=|==|!=|<|>)?\s*(\d+)", part)
-        if m is None:
-            raise ValueError(f"unreadable plugin API spec part {part!r} in {spec!r}")
-        op, num = m.group(1) or "==", int(m.group(2))
-        ok = {
-            ">=": version >= num, "<=": version <= num, "==": version == num,
-            "!=": version != num, "<": version < num, ">": version > num,
-        }[op]
-        if not ok:
-            return False
-    return True
+    def supports(self, version: int = PLUGIN_API_VERSION) -> bool:
+        """Whether the distribution is written for plugin API ``version``."""
+        return version in self.versions
+
+    def __repr__(self) -> str:
+        return f"PluginAPI({self.dist!r}, {self.text!r})"
 
 
 @functools.lru_cache(maxsize=None)
-def _check_api(dist_name: str, spec: str | None) -> None:
-    if spec is None:
-        return
-    if not api_supported(spec.replace(",", ";")):
+def _parse_api(dist: str, eps: tuple[tuple[str, str], ...]) -> PluginAPI | None:
+    if not eps:
+        return None
+    versions = set()
+    for name, value in eps:
+        if not (name.isascii() and name.isdigit()):
+            raise PluginLoadError(
+                f"the plugin distribution {dist!r} declares its plugin API unreadably: its entry point {name} = "
+                f"{value} [group {API_GROUP}] is not named by a plugin API version (a whole number such as "
+                f"\"{PLUGIN_API_VERSION}\"). Declare it in its pyproject.toml as [project.entry-points.\"{API_GROUP}\"] "
+                f"\"{PLUGIN_API_VERSION}\" = \"<its package>\" (one entry point per version it is written for), or "
+                f"reinstall a fixed version of {dist}.")
+        versions.add(int(name))
+    return PluginAPI(dist, frozenset(versions))
+
+
+def declared_api(source: Any) -> PluginAPI | None:
+    """The plugin API versions a distribution declares (``source``: the distribution, or one of
+    its entry points), read from its entry points in :data:`API_GROUP`; None when it declares
+    none (it is then not checked). This is the one place the declaration is read: one it
+    cannot read raises :class:`~trainbus.exceptions.PluginLoadError` naming the distribution
+    and what is wrong with it."""
+    dist = getattr(source, "dist", None) if isinstance(source, EntryPoint) else source
+    if dist is None:
+        return None
+    eps = tuple((ep.name, ep.value) for ep in dist.entry_points if ep.group == API_GROUP)
+    return _parse_api(dist.metadata["Name"] or "<unnamed distribution>", eps)
+
+
+def check_api(source: Any) -> PluginAPI | None:
+    """:func:`declared_api`, and a :class:`~trainbus.exceptions.PluginAPIVersionError` when the
+    distribution is not written for the plugin API this core implements."""
+    api = declared_api(source)
+    if api is not None and not api.supports():
         raise PluginAPIVersionError(
-            f"the plugin distribution {dist_name!r} supports trainbus plugin API {spec}, but this "
+            f"the plugin distribution {api.dist!r} supports trainbus plugin API {api.text}, but this "
             f"trainbus implements plugin API {PLUGIN_API_VERSION}. Install a version of "
-            f"{dist_name} made for plugin API {PLUGIN_API_VERSION}, or a trainbus that implements {spec}."
+            f"{api.dist} made for plugin API {PLUGIN_API_VERSION}, or a trainbus that implements {api.text}."
         )
+    return api
 
 
 def load(ep: EntryPoint, qualname: str) -> Any:
-    """Load one entry point; failures name the distribution, version and entry point."""
-    _check_api(_dist_name(ep), declared_api(ep))
+    """Load one entry point; failures name the distribution, version and entry point. The
+    distribution's plugin API declaration is checked first (:func:`check_api`)."""
+    check_api(ep)
     try:
         return ep.load()
     except Exception as exc:  # a broken plugin must say who it is

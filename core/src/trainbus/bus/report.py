@@ -10,6 +10,7 @@ from typing import Any
 
 from trainbus.bus import registry as _registry
 from trainbus.bus.catalogue import BUNDLES
+from trainbus.exceptions import PluginAPIVersionError, PluginLoadError
 
 __all__ = ["plugin_report"]
 
@@ -21,15 +22,16 @@ def _bundle_of(dist: str) -> str:
     return "-"
 
 
-def _api_problem(dname: str, spec: str | None) -> str | None:
-    """The message for a distribution whose declared plugin API this core does not implement."""
-    if spec is None:
-        return None
+def _api_of(ep: Any) -> tuple[str | None, str | None]:
+    """(the plugin API the distribution declares, as written; the message when this core does
+    not implement it or the declaration is unreadable)."""
     try:
-        _registry._check_api(dname, spec)
-    except Exception as e:  # noqa: BLE001 - PluginAPIVersionError or an unreadable spec
-        return f"{type(e).__name__}: {e}"
-    return None
+        api = _registry.check_api(ep)
+    except PluginAPIVersionError as e:
+        return _registry.declared_api(ep).text, f"{type(e).__name__}: {e}"  # type: ignore[union-attr]
+    except PluginLoadError as e:  # unreadable
+        return "unreadable", f"{type(e).__name__}: {e}"
+    return (api.text if api is not None else None), None
 
 
 def _module_missing(module: str) -> str | None:
@@ -68,11 +70,10 @@ def plugin_report(try_load: bool = True, check_modules: bool = True) -> list[dic
                 dname = dist.metadata["Name"] if dist is not None else "<unknown>"
                 rec = dists.get(dname)
                 if rec is None:
-                    spec = _registry.declared_api(ep)
+                    spec, api_error = _api_of(ep)
                     rec = dists[dname] = {"name": dname, "version": dist.version if dist else "?",
                                           "bundle": _bundle_of(dname), "api": spec, "names": [], "plugins": [],
                                           "errors": []}
-                    api_error = _api_problem(dname, spec)
                     rec["api_ok"] = api_error is None
                     if api_error:
                         rec["errors"].append(api_error)

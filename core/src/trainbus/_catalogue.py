@@ -1,7 +1,0 @@
-"""Former location of ``trainbus.bus.catalogue``, kept so that old import paths work: this module object
-*is* ``trainbus.bus.catalogue``."""
-
-import importlib as _importlib
-import sys as _sys
-
-_sys.modules[__name__] = _importlib.import_module("trainbus.bus.catalogue")
