@@ -15,9 +15,10 @@ ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "core" / "src" / "trainbus"
 PLUGINS = sorted(p for p in (ROOT / "plugins").glob("*/src/*") if p.is_dir() and p.name.startswith("trainbus_"))
 
-#: modules kept only so that old import paths work: each replaces itself by its new module
-ALIASES = {"trainbus._manager", "trainbus._registry", "trainbus._catalogue", "trainbus._modpaths",
-           "trainbus._exceptions", "trainbus.hookspecs", "trainbus.train._fastrun"}
+#: the module paths of the unreleased 0.1.0 that only re-exported another module; deleted
+FORMER_ALIASES = ("trainbus._manager", "trainbus._registry", "trainbus._catalogue", "trainbus._modpaths",
+                  "trainbus._exceptions", "trainbus.hookspecs", "trainbus.train._fastrun", "trainbus.tfutils._tf",
+                  "trainbus.config_file")
 
 
 def _module_name(path: Path, base: Path, package: str) -> str:
@@ -110,13 +111,11 @@ def test_the_session_layer_does_not_import_train():
 def _graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for mod, path in CORE_MODULES.items():
-        if mod in ALIASES:
-            continue
         deps = set()
         for imported, _ in _imports(path, mod):
             deps |= _core_targets(imported)
         # importing a submodule runs its packages' __init__ first: those are not cycles of mod's
-        graph[mod] = {d for d in deps - {mod} if not _in(mod, d) and d not in ALIASES}
+        graph[mod] = {d for d in deps - {mod} if not _in(mod, d)}
     return graph
 
 
@@ -224,6 +223,147 @@ def test_plugins_import_no_private_module_of_trainbus_or_of_another_distribution
                      "shares with plugins):\n" + "\n".join(bad))
 
 
+def test_tfutils_imports_nothing_from_predict():
+    """``trainbus.predict`` builds on ``trainbus.tfutils`` (towers, sessions); ``ModelExporter``
+    takes a ``PredictConfig`` without importing it."""
+    bad = []
+    for mod, path in CORE_MODULES.items():
+        if _in(mod, "trainbus.tfutils"):
+            bad += [f"{path.relative_to(ROOT)}:{line} imports {imp}" for imp, line in _imports(path, mod)
+                    if _in(imp, "trainbus.predict")]
+    assert not bad, "\n".join(bad)
+
+
+#: modules that only re-export names of other modules, and why each may: tensorpack's own
+#: module paths, or a path the documentation gives
+RE_EXPORTS = {
+    "trainbus.graph_builder.model_desc": "tensorpack.graph_builder.model_desc",
+    "trainbus.models.common": "tensorpack.models.common",
+    "trainbus.utils.cbstate": "docs/reliability.md imports DamagedCheckpointError from it",
+}
+
+
+def _only_reexports(path: Path) -> bool:
+    """The module's body is only a docstring, imports and ``__all__``."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["__all__"]:
+            continue
+        return False
+    return True
+
+
+def _replaces_a_module(path: Path) -> list[int]:
+    """Lines that assign into ``sys.modules`` (a module standing in for another)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AugAssign))
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Attribute) and t.value.attr == "modules"]
+
+
+def _lazy_submodule_names(path: Path) -> set[str]:
+    """The names in the module-level sets/frozensets a package's ``__getattr__`` imports as submodules
+    (``_LAZY_MODULES``, ``_SUBMODULES``)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") in ("_LAZY_MODULES", "_SUBMODULES")
+                                                for t in node.targets):
+            names |= {c.value for c in ast.walk(node.value) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+    return names
+
+
+def test_no_alias_modules_exist():
+    """The module paths of the unreleased 0.1.0 are gone (no file, no lazy name), no module stands
+    in for another in ``sys.modules``, and a module that only re-exports is a listed exception."""
+    assert not [m for m in FORMER_ALIASES if m in CORE_MODULES]
+    bad = []
+    for mod, path in CORE_MODULES.items():
+        bad += [f"{path.relative_to(ROOT)}:{line} assigns into sys.modules" for line in _replaces_a_module(path)]
+        if path.name == "__init__.py":
+            for name in sorted(_lazy_submodule_names(path)):
+                if f"{mod}.{name}" not in CORE_MODULES:
+                    bad.append(f"{path.relative_to(ROOT)} offers {mod}.{name}, which is no module")
+        elif _only_reexports(path) and mod not in RE_EXPORTS:
+            bad.append(f"{path.relative_to(ROOT)} only re-exports other modules' names; import them from there")
+    assert not bad, "\n".join(bad)
+    assert all(m in CORE_MODULES and _only_reexports(CORE_MODULES[m]) for m in RE_EXPORTS), "RE_EXPORTS is stale"
+
+
+def _trainer_class_names() -> set[str]:
+    """Every trainer class name the plugins define or declare, and the out-of-scope ones."""
+    import tomllib
+
+    names = set()
+    for pp in ROOT.glob("plugins/*/pyproject.toml"):
+        names |= set(tomllib.loads(pp.read_text())["project"].get("entry-points", {}).get("trainbus.train", {}))
+    for pkg in PLUGINS:
+        for path in pkg.rglob("*.py"):
+            tree = ast.parse(path.read_text(), filename=str(path))
+            names |= {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and "Trainer" in n.name}
+    registry = ast.parse((CORE / "bus" / "registry.py").read_text())
+    names |= {c.value for c in ast.walk(registry) if isinstance(c, ast.Constant) and isinstance(c.value, str)
+              and c.value.endswith("Trainer")}
+    return names
+
+
+def _class_name_matches(path: Path, names: set[str]) -> list[tuple[int, str]]:
+    """Comparisons (``==``, ``in``, ``str.startswith``/``endswith``) against a string in ``names``."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+
+    def strings(node: ast.AST) -> list[str]:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return [node.value]
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return [v for e in node.elts for v in strings(e)]
+        return []
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in ("startswith", "endswith")):
+            operands = list(node.args)
+        else:
+            continue
+        found += [(node.lineno, v) for o in operands for v in strings(o) if v in names]
+    return found
+
+
+def test_the_core_recognises_no_trainer_by_its_class_name():
+    names = _trainer_class_names()
+    assert {"HorovodTrainer", "DistributedTrainerBase", "SimpleTrainer", "BytePSTrainer"} <= names
+    bad = [f"{path.relative_to(ROOT)}:{line} compares with the class name {name!r}"
+           for path in CORE_MODULES.values() for line, name in _class_name_matches(path, names)]
+    assert not bad, ("the core recognises a trainer by what it does (a protocol, a seam it implements), not by "
+                     "its class name:\n" + "\n".join(bad))
+
+
+def test_the_plugin_api_version_is_metadata_of_its_own():
+    """Every plugin declares the plugin API in entry-point group ``trainbus.plugin_api`` (read by
+    ``trainbus.bus.registry.declared_api`` alone), not in its keywords; no core module reads keywords."""
+    import tomllib
+
+    bad = []
+    for pp in sorted([*ROOT.glob("plugins/*/pyproject.toml"), ROOT / "examples" / "thirdparty-plugin" / "pyproject.toml"]):
+        project = tomllib.loads(pp.read_text())["project"]
+        declared = project.get("entry-points", {}).get("trainbus.plugin_api", {})
+        if not declared or not all(v.isdigit() for v in declared):
+            bad.append(f"{pp.relative_to(ROOT)}: no [project.entry-points.\"trainbus.plugin_api\"] \"1\" = ...")
+        if any("plugin-api" in k for k in project.get("keywords", [])):
+            bad.append(f"{pp.relative_to(ROOT)}: a plugin-api keyword")
+    for path in CORE_MODULES.values():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        bad += [f"{path.relative_to(ROOT)}:{c.lineno} reads the Keywords metadata" for c in ast.walk(tree)
+                if isinstance(c, ast.Constant) and c.value == "Keywords"]
+    assert not bad, "\n".join(bad)
+
+
 def test_the_checks_see_a_planted_violation(tmp_path):
     """The readers above are not blind: a file with each kind of violation is caught."""
     bad = tmp_path / "bad.py"
@@ -234,3 +374,14 @@ def test_the_checks_see_a_planted_violation(tmp_path):
     assert _private("trainbus.train._signals")
     assert _private_attribute_uses(bad) == [(4, "trainer._stop_reason")]
     assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+    alias = tmp_path / "alias.py"
+    alias.write_text('"""Former location."""\nimport sys\nfrom trainbus.runfile import load_run_file\n'
+                     '__all__ = ["load_run_file"]\nsys.modules[__name__] = sys.modules["trainbus.runfile"]\n')
+    assert _replaces_a_module(alias) == [5] and not _only_reexports(alias)
+    alias.write_text('"""Former location."""\nfrom trainbus.runfile import load_run_file\n__all__ = ["load_run_file"]\n')
+    assert _only_reexports(alias)
+    by_name = tmp_path / "by_name.py"
+    by_name.write_text("def f(t):\n    a = type(t).__name__ in ('HorovodTrainer', 'X')\n"
+                       "    return a or t.__class__.__name__.endswith('BytePSTrainer')\n")
+    assert _class_name_matches(by_name, {"HorovodTrainer", "BytePSTrainer"}) == [(2, "HorovodTrainer"),
+                                                                                (3, "BytePSTrainer")]
