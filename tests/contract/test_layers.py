@@ -239,7 +239,6 @@ def test_tfutils_imports_nothing_from_predict():
 RE_EXPORTS = {
     "trainbus.graph_builder.model_desc": "tensorpack.graph_builder.model_desc",
     "trainbus.models.common": "tensorpack.models.common",
-    "trainbus.utils.cbstate": "docs/reliability.md imports DamagedCheckpointError from it",
 }
 
 

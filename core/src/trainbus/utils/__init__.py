@@ -15,7 +15,7 @@ from typing import Any
 from trainbus.utils import logger
 
 _UTILS_NAMES = ("change_env", "get_rng", "fix_rng_seed", "get_tqdm", "execute_only_once", "humanize_time_delta")
-_SUBMODULES = frozenset({"argtools", "cbstate", "compatible_serialize", "concurrency", "debug", "develop", "fs", "rundirlock",
+_SUBMODULES = frozenset({"argtools", "compatible_serialize", "concurrency", "debug", "develop", "fs", "rundirlock",
                          "gpu", "image", "lazytf", "logger", "table", "naming", "nvml", "palette", "serialize", "stats", "timefmt",
                          "timer", "utils", "viz"})
 
