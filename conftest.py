@@ -13,6 +13,10 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests", "_support"))
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# TensorFlow turns its oneDNN kernels on by itself only on CPUs with AVX-512 features; the NCHW
+# layer tests (conv, pooling, batch norm in NCHW on the CPU) need them on every x86 machine. Set
+# before TensorFlow is imported, and inherited by the processes the tests start.
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
 
 def pytest_configure(config):

@@ -36,6 +36,10 @@ done
 if [ "$JOB" != "example" ]; then
   echo "== installing the test and docs tools"
   pipq -r tools/requirements-test.txt
+  # tf-keras requires the `tensorflow` distribution, whose wheel (the CUDA build) unpacks over the
+  # same `tensorflow/` package as tensorflow-cpu: put the CPU build's files back (oneDNN kernels,
+  # e.g. NCHW convolutions on the CPU), keeping both distributions' metadata
+  pipq --force-reinstall --no-deps "tensorflow-cpu==2.21.0"
   echo "== installing horovod (built once per machine, then cached)"
   tools/install_horovod.sh "$VPY"
 fi
