@@ -89,7 +89,7 @@ def test_overrides_finished_run_summary_and_table(tmp_path):
     assert "Number of parameters (elements): 4" in out
     # the summary at the end
     summary = out[out.index("Run summary:"):]
-    assert re.search(r"Run summary: 2 epoch\(s\) \(epoch 1 to 2\) and 8 step\(s\) in [\d.]+ s, global step 8; "
+    assert re.search(r"Run summary: 2 epoch\(s\) \(epoch 1 to 2\) and 8 step\(s\) in [\d.]+ sec, global step 8; "
                      r"reached max_epoch = 2", summary), summary
     stats = json.loads((logdir / "stats.json").read_text())
     costs = [(rec["epoch_num"], rec["global_step"], rec["cost"]) for rec in stats if "cost" in rec]
