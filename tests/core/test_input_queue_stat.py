@@ -34,11 +34,14 @@ def _queue_stats(mon):
 
 
 class EmaEachStep(Callback):
-    """The state of the moving average after every step (a local variable: checkpoints do not
-    depend on the input source)."""
+    """The state of the moving average after every step (a variable of no collection: checkpoints
+    do not depend on the input source)."""
 
     def _setup_graph(self):
-        self._ema = [v for v in tf1.local_variables() if v.op.name == "QueueInput/queue_size_biased"][0]
+        op = self.graph.get_operation_by_name("QueueInput/queue_size_biased")
+        # a resource variable's handle is read by its Read op; a ref variable's output is its value
+        read = [c for c in op.outputs[0].consumers() if c.type == "ReadVariableOp"]
+        self._ema = read[0].outputs[0] if read else op.outputs[0]
         self.values = []
 
     def _trigger_step(self):

@@ -153,8 +153,8 @@ class _QueueSizeStat(Callback):
     """Keeps an exponential moving average (decay 0.5, zero-debiased) of the number of datapoints
     waiting in the queue, updated at every step (in the step's own ``Session.run``), and
     summarized as the scalar ``QueueInput/queue_size`` (written by ``MergeAllSummaries`` with the
-    other summaries): a queue near 0 means the model waits for the dataflow. Its state is in local
-    variables, so checkpoints do not depend on the input source."""
+    other summaries): a queue near 0 means the model waits for the dataflow. Its state is in two
+    variables of no collection, so checkpoints do not depend on the input source."""
 
     DECAY = 0.5
 
@@ -164,17 +164,22 @@ class _QueueSizeStat(Callback):
 
     def _setup_graph(self) -> None:
         d = self.DECAY
-        local = [tf1.GraphKeys.LOCAL_VARIABLES]
+        # in no collection: neither saved nor initialized with the model's variables (a worker of a
+        # distributed job has no local variables to initialize); this callback initializes them
         with tf1.name_scope(None), self._src.cached_name_scope():
             size = tf.cast(self._src._size_op, tf.float32, name="queue_size")
-            biased = tf1.Variable(0.0, trainable=False, collections=local, name="queue_size_biased")
-            count = tf1.Variable(0.0, trainable=False, collections=local, name="queue_size_count")
+            biased = tf1.Variable(0.0, trainable=False, collections=[], name="queue_size_biased")
+            count = tf1.Variable(0.0, trainable=False, collections=[], name="queue_size_count")
+            self._init = tf1.variables_initializer([biased, count], name="queue_size_init")
             new_biased = tf1.assign(biased, biased * d + size * (1.0 - d))
             new_count = tf1.assign_add(count, 1.0)
             ema = tf.identity(new_biased / (1.0 - tf.pow(d, new_count)), name="queue_size_EMA")
         with tf1.name_scope(None):
             tf1.summary.scalar(size.op.name + "-summary", ema)
         self._args = tf1.train.SessionRunArgs(fetches=ema.op)
+
+    def _before_train(self) -> None:
+        self.trainer.sess.run(self._init)
 
     def _before_run(self, ctx: Any) -> Any:
         return self._args
