@@ -92,6 +92,10 @@ class Trainer:
 
     #: Whether this process is the chief worker; chief-only callbacks run only where True.
     is_chief = True
+    #: Whether other processes advance ``global_step`` too (a distributed runtime's shared
+    #: variable): each process then counts its epochs in its own steps, and a step found at the
+    #: start says nothing about where this process's first epoch stands.
+    global_step_shared = False
     #: The ``tf.compat.v1.Session``; available after ``initialize()``.
     sess: Any = None
     #: The session whose ``run()`` fires the callbacks' ``before_run``/``after_run``;
@@ -490,6 +494,8 @@ class Trainer:
         """Steps of the starting epoch already done by the run this one resumes (0 unless the
         restored global step lies strictly inside the starting epoch)."""
         loop = self.loop
+        if self.global_step_shared:
+            return 0
         done = loop._global_step - (loop.starting_epoch - 1) * loop.steps_per_epoch
         return done if 0 < done < loop.steps_per_epoch else 0
 

@@ -241,6 +241,9 @@ class DistributedTrainerBase(SingleCostTrainer):
     """Common part of the distributed trainers. On a ``ps`` task the trainer serves
     (``train`` returns once every worker has finished); on a ``worker`` task it trains."""
 
+    #: every worker advances the one global_step on the parameter server
+    global_step_shared = True
+
     def __init__(self, gpus: Any, server: Any) -> None:
         cluster, job, task = _cluster_of(server)
         if job not in ("ps", "worker"):
