@@ -28,9 +28,7 @@ import json
 import math
 import os
 import re
-import sys
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol, runtime_checkable
 
@@ -41,7 +39,7 @@ __all__ = [
     "STATE_FILE", "SUFFIX", "LOCK_FILE", "BUSY_EXIT_CODE", "DamagedCheckpointError", "RunDirBusyError", "CheckpointWriter",
     "Entry", "Listing", "step_of", "checkpoint_files", "state_file", "write_callback_states",
     "read_callback_states", "read_listing", "read_checkpoint_list", "write_listing", "latest_checkpoint",
-    "remove_checkpoint", "is_inside", "find_writers", "newest_checkpoint", "defer_commit", "flush_commits",
+    "remove_checkpoint", "is_inside", "callback_members", "find_writers", "newest_checkpoint", "defer_commit", "flush_commits",
     "RunDirLock", "lock_run_dir", "release_run_dirs", "write_error_text", "report_write_failure",
     "write_succeeded", "dumps_strict", "loads_strict",
 ]
@@ -352,13 +350,15 @@ class CheckpointWriter(Protocol):
     def latest(self) -> str | None: ...
 
 
-def _members(cb: Any) -> Iterator[Any]:
+def callback_members(cb: Any) -> Iterator[Any]:
+    """``cb`` and every callback it wraps (a proxy's ``cb``, a group's ``cbs``), depth first."""
+    from trainbus.callbacks.base import ProxyCallback
+
     yield cb
-    inner = getattr(cb, "cb", None)
-    if inner is not None and inner is not cb:
-        yield from _members(inner)
+    if isinstance(cb, ProxyCallback):
+        yield from callback_members(cb.cb)
     for x in getattr(cb, "cbs", None) or ():
-        yield from _members(x)
+        yield from callback_members(x)
 
 
 def find_writers(trainer: Any) -> list[Any]:
@@ -367,7 +367,7 @@ def find_writers(trainer: Any) -> list[Any]:
 
     out = []
     for top in list(getattr(trainer, "_callbacks", None) or ()):
-        for cb in _members(top):
+        for cb in callback_members(top):
             if isinstance(cb, Callback) and isinstance(cb, CheckpointWriter) and cb not in out:
                 out.append(cb)
     return out

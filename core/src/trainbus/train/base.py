@@ -470,7 +470,7 @@ class Trainer:
                 logger.info("Training has finished!")
             except StopTraining as e:
                 logger.info(f"Training was stopped by StopTraining: {e}")
-            except tf.errors.OutOfRangeError as e:
+            except tf.errors.OutOfRangeError:
                 failure = self._input_failure()
                 if failure is not None:
                     primary = failure

@@ -16,10 +16,10 @@ import os
 import sys
 import time
 from datetime import datetime
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 from trainbus import checkpoint as ckpt
-from trainbus.callbacks.base import Callback, ProxyCallback
+from trainbus.callbacks.base import Callback
 from trainbus import plugin_api as _tf
 from trainbus.utils import logger
 from trainbus.utils.fs import atomic_write_bytes, fsync_dir
@@ -325,15 +325,6 @@ def _check_writable(d: str) -> None:
     os.remove(probe)
 
 
-def _iter_members(cb: Any) -> Iterator[Any]:
-    """``cb`` and every callback it wraps."""
-    yield cb
-    if isinstance(cb, ProxyCallback):
-        yield from _iter_members(cb.cb)
-    for inner in getattr(cb, "cbs", None) or ():
-        yield from _iter_members(inner)
-
-
 class MinSaver(Callback):
     """Keep a copy of the checkpoint with the minimum (``reverse=True``: maximum) value of a
     statistic.
@@ -387,7 +378,7 @@ class MinSaver(Callback):
         mine = os.path.realpath(self.checkpoint_dir)
         others = []
         for m in members:
-            inside = list(_iter_members(m))
+            inside = list(ckpt.callback_members(m))
             if any(x is self for x in inside):
                 break
             for x in inside:
