@@ -12,7 +12,8 @@ Scenarios:
   two epochs more than the checkpoint has.
 
 Each rank writes ``OUT/begin_rank{r}.json`` (starting_epoch and global_step at before_train)
-and ``OUT/end_rank{r}.json`` (epoch and global_step in after_train). A ``TrainingInterrupted``
+and ``OUT/end_rank{r}.json`` (epoch and global_step in after_train), and ``OUT/exit_rank{r}.json``
+its exit status. A ``TrainingInterrupted``
 becomes one stderr line and exit status ``128 + signum``.
 """
 
@@ -90,7 +91,12 @@ def main():
         write("own", {"starting_epoch": cfg.starting_epoch})
     else:
         cfg = trainbus.train.TrainConfig(**dict(kwargs, max_epoch=1000 if SCENARIO == "stop" else 4))
-    train_or_exit(cfg, trainer)
+    try:
+        train_or_exit(cfg, trainer)
+    except SystemExit as e:  # the rank's own exit status, apart from what the launcher makes of it
+        write("exit", {"code": e.code})
+        raise
+    write("exit", {"code": 0})
 
 
 if __name__ == "__main__":
