@@ -40,6 +40,12 @@ if [ "$JOB" != "example" ]; then
   # same `tensorflow/` package as tensorflow-cpu: put the CPU build's files back (oneDNN kernels,
   # e.g. NCHW convolutions on the CPU), keeping both distributions' metadata
   pipq --force-reinstall --no-deps "tensorflow-cpu==2.21.0"
+  # scikit-learn (SVMLightData's reader) outside the venv's site-packages: Keras imports it during
+  # `import tensorflow` whenever it is importable (~0.6 s per process); only the SVMLightData test
+  # puts this folder on its path
+  if [ ! -d "$VENV/opt/sklearn/sklearn" ]; then
+    pipq --no-deps --target "$VENV/opt/sklearn" "scikit-learn>=1.3" "joblib>=1.2" "threadpoolctl>=3.1"
+  fi
   echo "== installing horovod (built once per machine, then cached)"
   tools/install_horovod.sh "$VPY"
 fi

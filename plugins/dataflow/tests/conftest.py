@@ -5,4 +5,24 @@ from __future__ import annotations
 import os
 import sys
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture
+def sklearn_importable(monkeypatch):
+    """Put scikit-learn on ``sys.path`` for a test that needs it (SVMLightData's reader).
+
+    ``tools/bootstrap.sh`` installs it under ``<venv>/opt/sklearn``, outside site-packages: Keras
+    imports scikit-learn during ``import tensorflow`` whenever it is importable, which would slow
+    every TensorFlow process of the suite."""
+    try:
+        import sklearn  # noqa: F401
+        return
+    except ImportError:
+        pass
+    where = os.path.join(sys.prefix, "opt", "sklearn")
+    if not os.path.isdir(os.path.join(where, "sklearn")):
+        pytest.fail(f"scikit-learn is not installed in {where}: run `bash tools/bootstrap.sh setup`")
+    monkeypatch.syspath_prepend(where)

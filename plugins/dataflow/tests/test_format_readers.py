@@ -117,7 +117,7 @@ def test_hdf5data(tmp_path):
         HDF5Data(str(tmp_path / "missing.h5"), ["images"])
 
 
-def test_svmlight(tmp_path):
+def test_svmlight(tmp_path, sklearn_importable):
     path = tmp_path / "d.svm"
     path.write_text("1 1:0.5 3:2\n-1 2:1.5\n# comment\n1 1:1 2:1 3:1\n")
     ds = SVMLightData(str(path), shuffle=False)
