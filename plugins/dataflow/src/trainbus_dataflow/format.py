@@ -4,6 +4,7 @@ LMDB datums and SVMlight text files."""
 from __future__ import annotations
 
 import os
+import struct
 import threading
 from typing import Any, Callable, Iterator, Sequence
 
@@ -69,6 +70,53 @@ def _h5_paths(f: Any) -> list[str]:
     return out
 
 
+# LMDB's meta pages (pages 0 and 1, 64-bit build): a 16-byte page header, then magic, version,
+# address, map size, the free and main DB records (48 bytes each; the free DB's first field holds
+# the page size), the last used page number and the transaction id.
+_MDB_MAGIC = 0xBEEFC0DE
+_MDB_META = struct.Struct("<IIQQ96xQQ")
+_PAGE_HDR = 16
+
+
+def _lmdb_file(path: str) -> str:
+    """The database file of an LMDB path: ``path/data.mdb`` for a directory, else ``path``."""
+    return os.path.join(path, "data.mdb") if os.path.isdir(path) else path
+
+
+def _check_lmdb_file(path: str, who: str) -> int:
+    """Check that the LMDB file of ``path`` holds every page its newest meta page declares (a shorter
+    file would make reading it die of SIGBUS). Returns the file size; raises ``ValueError`` naming
+    the file otherwise."""
+    fname = _lmdb_file(path)
+    try:
+        with open(fname, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            head = f.read(_PAGE_HDR + _MDB_META.size)
+            metas = []
+            if len(head) == _PAGE_HDR + _MDB_META.size:
+                metas.append(_MDB_META.unpack_from(head, _PAGE_HDR))
+                psize = struct.unpack_from("<I", head, _PAGE_HDR + 24)[0]
+                if metas[0][0] == _MDB_MAGIC and psize >= 512 and psize & (psize - 1) == 0:
+                    f.seek(psize)
+                    second = f.read(_PAGE_HDR + _MDB_META.size)
+                    if len(second) == len(head):
+                        metas.append(_MDB_META.unpack_from(second, _PAGE_HDR))
+    except OSError as e:
+        raise ValueError(f"{who}: cannot read the LMDB file {fname}: {e}") from None
+    valid = [m for m in metas if m[0] == _MDB_MAGIC]
+    if not valid:
+        raise ValueError(f"{who}: {fname} ({size} bytes) is not an LMDB file (no LMDB meta page at its start); the "
+                         "file is damaged or of another format")
+    psize = struct.unpack_from("<I", head, _PAGE_HDR + 24)[0]
+    newest = max(valid, key=lambda m: m[5])
+    need = (newest[4] + 1) * psize
+    if size < need:
+        raise ValueError(f"{who}: the LMDB file {fname} is truncated: it has {size} bytes but its meta page declares "
+                         f"{newest[4] + 1} pages of {psize} bytes ({need} bytes); copy it again from its source, "
+                         "or write it again (LMDBSerializer.save)")
+    return size
+
+
 # py-lmdb refuses to open one environment twice in a process: readers of the same database share one
 # read-only environment, closed when its last reader closes.
 _ENVS: dict[str, list] = {}
@@ -109,7 +157,14 @@ class LMDBData(RNGDataFlow):
     (``keys=``, or the ``__keys__`` record that :meth:`LMDBSerializer.save` writes, or else every
     key of the database) are shuffled every pass and the values looked up in batches. The
     ``__keys__`` record itself is never produced and not counted in ``len()``.
+
+    The file is checked against truncation whenever it is opened (here and by every
+    ``reset_state()``): a file shorter than its LMDB header declares raises ``ValueError`` naming
+    it, where reading it would kill the process with SIGBUS.
     """
+
+    #: the name that errors about the file start with
+    _WHO = "LMDBData"
 
     def __init__(self, lmdb_path: str, shuffle: bool = True, keys: Sequence[bytes] | str | None = None) -> None:
         """
@@ -153,6 +208,8 @@ class LMDBData(RNGDataFlow):
                 self.keys = [k.encode("ascii") if isinstance(k, str) else bytes(k) for k in keys]
 
     def _open_lmdb(self) -> None:
+        # every time the file is opened: one truncated meanwhile would kill the process with SIGBUS
+        self._file_size = _check_lmdb_file(self._lmdb_path, self._WHO)
         self._lmdb = _acquire_env(self._lmdb_path)
         self._txn = self._lmdb.begin()
 

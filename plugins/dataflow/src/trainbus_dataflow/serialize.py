@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import os
-import struct
 import tempfile
 from typing import Any, Callable, Iterator, Sequence
 
@@ -27,7 +26,7 @@ from trainbus.utils import logger
 from trainbus.utils.fs import fsync_dir
 from trainbus.utils.serialize import dumps, dumps_tensorpack, loads
 from trainbus_dataflow.common import FixedSizeData
-from trainbus_dataflow.format import _KEYS, _MAP_SIZE, HDF5Data, LMDBData
+from trainbus_dataflow.format import _KEYS, _MAP_SIZE, HDF5Data, LMDBData, _lmdb_file
 from trainbus_dataflow.raw import DataFromGenerator, DataFromList
 
 __all__ = ["LMDBSerializer", "NumpySerializer", "TFRecordSerializer", "HDF5Serializer"]
@@ -91,51 +90,6 @@ def _decoder(trust_pickle: bool) -> Callable[[Any], Any]:
     return functools.partial(loads, trust_pickle=True) if trust_pickle else loads
 
 
-# LMDB's meta pages (pages 0 and 1, 64-bit build): a 16-byte page header, then magic, version,
-# address, map size, the free and main DB records (48 bytes each; the free DB's first field holds
-# the page size), the last used page number and the transaction id.
-_MDB_MAGIC = 0xBEEFC0DE
-_MDB_META = struct.Struct("<IIQQ96xQQ")
-_PAGE_HDR = 16
-
-
-def _lmdb_file(path: str) -> str:
-    return os.path.join(path, "data.mdb") if os.path.isdir(path) else path
-
-
-def _check_lmdb_file(path: str, who: str) -> int:
-    """Check that the LMDB file of ``path`` holds every page its newest meta page declares (a shorter
-    file would make reading it die of SIGBUS). Returns the file size; raises ``ValueError`` naming
-    the file otherwise."""
-    fname = _lmdb_file(path)
-    try:
-        with open(fname, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            head = f.read(_PAGE_HDR + _MDB_META.size)
-            metas = []
-            if len(head) == _PAGE_HDR + _MDB_META.size:
-                metas.append(_MDB_META.unpack_from(head, _PAGE_HDR))
-                psize = struct.unpack_from("<I", head, _PAGE_HDR + 24)[0]
-                if metas[0][0] == _MDB_MAGIC and psize >= 512 and psize & (psize - 1) == 0:
-                    f.seek(psize)
-                    second = f.read(_PAGE_HDR + _MDB_META.size)
-                    if len(second) == len(head):
-                        metas.append(_MDB_META.unpack_from(second, _PAGE_HDR))
-    except OSError as e:
-        raise ValueError(f"{who}: cannot read the LMDB file {fname}: {e}") from None
-    valid = [m for m in metas if m[0] == _MDB_MAGIC]
-    if not valid:
-        raise ValueError(f"{who}: {fname} ({size} bytes) is not an LMDB file (no LMDB meta page at its start); the "
-                         "file is damaged or of another format")
-    psize = struct.unpack_from("<I", head, _PAGE_HDR + 24)[0]
-    newest = max(valid, key=lambda m: m[5])
-    need = (newest[4] + 1) * psize
-    if size < need:
-        raise ValueError(f"{who}: the LMDB file {fname} is truncated: it has {size} bytes but its meta page declares "
-                         f"{newest[4] + 1} pages of {psize} bytes ({need} bytes); copy it again from its source")
-    return size
-
-
 class _LMDBDeserialized(LMDBData):
     """An :class:`LMDBData` that produces the decoded datapoints directly (one loop, no mapper).
 
@@ -160,9 +114,8 @@ class _LMDBDeserialized(LMDBData):
     def _open_lmdb(self) -> None:
         import lmdb
 
-        self._file_size = _check_lmdb_file(self._lmdb_path, self._WHO)
         try:
-            super()._open_lmdb()
+            super()._open_lmdb()  # checks the file against truncation first
         except lmdb.Error as e:
             raise ValueError(f"{self._WHO}: cannot open the LMDB file {_lmdb_file(self._lmdb_path)}: "
                              f"{type(e).__name__}: {e}") from None
