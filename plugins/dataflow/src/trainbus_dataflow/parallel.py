@@ -22,6 +22,11 @@ Worker processes:
 * that produce nothing for ``stall_timeout`` seconds while the consumer waits (default 300, or
   ``$TRAINBUS_DATAFLOW_STALL_TIMEOUT``; 0 turns the watchdog off) make it raise
   :class:`WorkerStalledError`, which says which workers are stopped (e.g. by SIGSTOP).
+* in a seeded run (``TrainConfig(seed=)``, ``trainbus.utils.seed``) seed Python, NumPy, the
+  DataFlow RNGs and the image augmentors they inherited with a seed of their own, derived from
+  the run's seed, the dataflow's start number and the worker's index: workers differ from each
+  other and repeat themselves from run to run. Without a run seed, ``get_rng`` mixes the process
+  id and the time.
 
 The ZMQ pipes are Unix sockets in a fresh directory only the owner can enter (mode 0700,
 under ``$TRAINBUS_PIPEDIR`` or the temp directory), removed when the dataflow is closed or the
@@ -54,6 +59,7 @@ import zmq
 from trainbus.utils import logger
 from trainbus.utils.concurrency import StoppableThread, describe_exit, enable_death_signal, ensure_proc_terminate, \
     process_state, start_proc_mask_signal, wait_interrupted
+from trainbus.utils.seed import dataflow_worker_seeds, seed_dataflow_worker
 from trainbus.utils.serialize import dumps, loads
 from trainbus_dataflow.base import DataFlow, DataFlowReentrantGuard, DataFlowTerminated, ProxyDataFlow
 
@@ -410,6 +416,28 @@ def die_with_parent(parent_pid: int, warn: bool = True) -> None:
         os._exit(1)
 
 
+def give_worker_seeds(procs: list[Any]) -> None:
+    """In the parent, before starting ``procs``: give each its seed (``trainbus.utils.seed``: derived
+    from the run's seed, this dataflow's start number and the worker's index; None without a run
+    seed), which the worker applies with :func:`seed_worker`."""
+    for proc, seed in zip(procs, dataflow_worker_seeds(len(procs))):
+        proc._trainbus_seed = seed
+
+
+def seed_worker(proc: Any) -> None:
+    """In a worker process, before its dataflow's ``reset_state()``: seed Python, NumPy and the
+    DataFlow RNGs with the worker's own seed, and reseed the live image augmentors with it (they
+    were reseeded at ``fork`` from the run's seed, the same in every worker). Nothing without a
+    seed: ``get_rng`` mixes the process id and the time."""
+    seed = getattr(proc, "_trainbus_seed", None)
+    if seed is None:
+        return
+    seed_dataflow_worker(seed)
+    augmentors = sys.modules.get("trainbus_dataflow.imgaug.base")
+    if augmentors is not None:
+        augmentors._reseed_after_fork()
+
+
 class WorkerThread(StoppableThread):
     """A daemon thread that runs :meth:`work` once; an exception it raises (unless the thread was
     stopped) is put on :attr:`failures` as ``failure(exc, traceback text)`` for the consumer to raise.
@@ -524,6 +552,7 @@ class MultiProcessZMQDataFlow(DataFlow):
             self._atexit_registered = True
 
     def _start_processes(self) -> None:
+        give_worker_seeds(self._procs)
         start_proc_mask_signal(self._procs)
         self._watch = WorkerWatch(type(self).__name__, self._procs, self._report_death)
         self._watch.start()
@@ -688,6 +717,7 @@ class MultiProcessRunner(ProxyDataFlow):
 
         def run(self) -> None:
             die_with_parent(self.parent_pid, self.idx == 0)
+            seed_worker(self)
             try:
                 self.ds.reset_state()
                 for dp in repeat_iter(lambda: self.ds):
@@ -744,6 +774,7 @@ class MultiProcessRunner(ProxyDataFlow):
         self.stall_timeout = stall_timeout_of(self._stall_arg, "MultiProcessRunner")
         self._closing = False
         self._dead: dict[str, Any] | None = None
+        give_worker_seeds(self.procs)
         start_proc_mask_signal(self.procs)
         self._watch = WorkerWatch("MultiProcessRunner", self.procs, self._report_death)
         self._watch.start()
@@ -850,6 +881,7 @@ class MultiProcessRunnerZMQ(MultiProcessZMQDataFlow):
 
         def run(self) -> None:
             die_with_parent(self.parent_pid, self.idx == 0)
+            seed_worker(self)
             ctx = zmq.Context()
             sock = ctx.socket(zmq.PUSH)
             sock.set_hwm(self.hwm)

@@ -36,8 +36,8 @@ from trainbus_dataflow.common import BatchData, RepeatedData
 from trainbus_dataflow.parallel import (DIED_MARK, EXC_MARK, MultiProcessZMQDataFlow, WorkerThread, _fork_context,
                                         await_stop_after_report, bind_socket, die_with_parent, died_error,
                                         make_worker_exception, pipe_name, rebuild_thread_exception,
-                                        reporting_worker_errors, send_datapoint, worker_exception_payload,
-                                        zmq_terminated_as_dataflow_terminated)
+                                        reporting_worker_errors, seed_worker, send_datapoint,
+                                        worker_exception_payload, zmq_terminated_as_dataflow_terminated)
 
 __all__ = ["MultiThreadMapData", "MultiProcessMapData", "MultiProcessMapDataZMQ", "MultiProcessMapAndBatchData",
            "MultiProcessMapAndBatchDataZMQ", "ThreadedMapData"]
@@ -268,6 +268,7 @@ class MultiProcessMapDataZMQ(_ParallelMapData, MultiProcessZMQDataFlow):
 
         def run(self) -> None:
             die_with_parent(self.parent_pid, self.identity == b"0")
+            seed_worker(self)
             ctx = zmq.Context()
             sock = ctx.socket(zmq.DEALER)
             sock.setsockopt(zmq.IDENTITY, self.identity)
@@ -447,6 +448,7 @@ class MultiProcessMapAndBatchDataZMQ(MultiProcessZMQDataFlow):
 
         def run(self) -> None:
             die_with_parent(self.parent_pid, self.identity == b"0")
+            seed_worker(self)
             ctx = zmq.Context()
             inp = ctx.socket(zmq.PULL)
             inp.setsockopt(zmq.IDENTITY, self.identity)
