@@ -453,13 +453,27 @@ def _annotation_text(target: Any, key: str, annotation: Any) -> str:
 
 
 def _cannot_create(logdir: str) -> str | None:
-    """Why the log directory could not be created or written when training starts, or None."""
+    """Why the log directory could not be created or written when training starts, or None. An
+    existing directory that cannot be written is named with the reason: a read-only file system
+    (which stops root as well) or the permissions."""
     from trainbus.utils import logger
 
     try:
         logger._check_can_create(logdir)
     except OSError as e:
-        return str(e).replace("set_logger_dir: ", "")
+        if not os.path.isdir(logdir):
+            return str(e).replace("set_logger_dir: ", "")
+        try:
+            read_only = bool(os.statvfs(logdir).f_flag & os.ST_RDONLY)
+        except (OSError, AttributeError):
+            read_only = False
+        if read_only:
+            return (f"the log directory {logdir} is on a read-only file system, so the run could write nothing "
+                    "there; remount it read-write or set logdir to a directory on a writable disk")
+        import shlex
+
+        return (f"the log directory {logdir} is not writable by this user; give it write permission "
+                f"(chmod u+w {shlex.quote(logdir)}) or set logdir to a writable directory")
     return None
 
 

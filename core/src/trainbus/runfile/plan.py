@@ -137,27 +137,35 @@ class RunPlan:
         problems = list(problems or [])
         prev_dir = logger.get_logger_dir()
         logdir = self.loop.get("logdir")
-        if logdir and not any(p.where.startswith("train.logdir") for p in problems):
-            # chosen now (constructors read it), acted on when training starts
+        # the INFO lines from here ("Argv: ...", the resume lines) are said once the run is known
+        # to train: a run that already finished says only that, in one line
+        with _held_info_lines() as held:
+            if logdir and not any(p.where.startswith("train.logdir") for p in problems):
+                # chosen now (constructors read it), acted on when training starts
+                try:
+                    if self.filename:
+                        logger.protect_path(self.filename)  # action "d" never deletes the run file's directory
+                    logger.set_logger_dir(logdir, action=self.loop.get("logdir_action"))
+                except (OSError, ValueError) as e:
+                    problems.append(Problem(self.loop_lines.get("logdir_action", self.loop_lines.get("logdir")),
+                                            "train.logdir", f"{type(e).__name__}: {e}"))
             try:
-                if self.filename:
-                    logger.protect_path(self.filename)  # action "d" never deletes the run file's directory
-                logger.set_logger_dir(logdir, action=self.loop.get("logdir_action"))
-            except (OSError, ValueError) as e:
-                problems.append(Problem(self.loop_lines.get("logdir_action", self.loop_lines.get("logdir")),
-                                        "train.logdir", f"{type(e).__name__}: {e}"))
-        try:
-            return self._check_and_train(problems)
-        except _Finished as done:
-            logger._drop_pending()  # nothing happens on disk
-            logger.LOG_DIR = prev_dir
-            return done.run
-        except RunConfigError:
-            logger._drop_pending()  # nothing happened on disk; forget the chosen directory
-            logger.LOG_DIR = prev_dir
-            raise
+                return self._check_and_train(problems, held)
+            except _Finished as done:
+                held.records = []
+                logger._drop_pending()  # nothing happens on disk
+                logger.LOG_DIR = prev_dir
+                return done.run
+            except RunConfigError:
+                logger._drop_pending()  # nothing happened on disk; forget the chosen directory
+                logger.LOG_DIR = prev_dir
+                raise
+            finally:
+                held.replay()  # what was held, on any other way out (a no-op once replayed)
 
-    def _check_and_train(self, problems: list[Problem]) -> Any:
+    def _check_and_train(self, problems: list[Problem], held: "_held_info_lines") -> Any:
+        """The rest of :meth:`train`; ``held`` holds the INFO lines until it is known that the
+        run trains (not a finished run): it is replayed then."""
         from trainbus.dataflow import is_dataflow
         from trainbus.input_source import InputSource
         from trainbus.train.config import AutoResumeTrainConfig, TrainConfig
@@ -206,15 +214,15 @@ class RunPlan:
                 ckpt_dir = _checkpoint_dir_of(callbacks, logger.get_logger_dir())
                 # resumed past max_epoch: a finished run (told apart from a file whose own
                 # starting_epoch is past max_epoch, which the file's check reports)
-                with _held_info_lines() as held:  # "Will load checkpoint ...": said only if the run trains
-                    config = AutoResumeTrainConfig(always_resume=True, checkpoint_dir=ckpt_dir,
-                                                   **{**kw, "max_epoch": max(max_epoch, _FAR)})
+                config = AutoResumeTrainConfig(always_resume=True, checkpoint_dir=ckpt_dir,
+                                               **{**kw, "max_epoch": max(max_epoch, _FAR)})
                 if config.starting_epoch > max_epoch:
                     raise _Finished(FinishedRun(self.filename, logger.get_logger_dir(), config.starting_epoch - 1,
                                                 max_epoch))
                 held.replay()
                 config.max_epoch = max_epoch
             else:
+                held.replay()
                 config = TrainConfig(**kw)
         except (TypeError, ValueError) as e:
             from trainbus.checkpoint import DamagedCheckpointError
@@ -294,6 +302,8 @@ class _held_info_lines:
         self.log.removeFilter(self.filter)
 
     def replay(self) -> None:
+        """Stop holding and say what was held, in order."""
+        self.log.removeFilter(self.filter)
         for record in self.records:
             self.log.handle(record)
         self.records = []
