@@ -25,6 +25,8 @@ import tempfile
 import time
 import warnings
 
+from _mlp import mlp_cost  # bench/ is sys.path[0]: the script and its children are run by path
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
@@ -92,14 +94,7 @@ def run_workload(name: str, model_kind: str, input_kind: str, n_callbacks: int, 
                 return [tf.TensorSpec([batch, 784], tf.float32, "x"), tf.TensorSpec([batch], tf.int32, "y")]
 
             def build_graph(self, x, y):
-                h = x
-                for i, (a, b) in enumerate([(784, 256), (256, 256), (256, 10)]):
-                    w = tf1.get_variable(f"W{i}", [a, b], initializer=tf1.glorot_uniform_initializer())
-                    bias = tf1.get_variable(f"b{i}", [b], initializer=tf1.zeros_initializer())
-                    h = tf.matmul(h, w) + bias
-                    if i < 2:
-                        h = tf.nn.relu(h)
-                cost = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=h), name="cost")
+                cost = mlp_cost(tf, x, y)
                 if defaults:
                     try:
                         from trainbus.tfutils.summary import add_moving_summary

@@ -10,12 +10,14 @@ name an installed plugin provides (``trainbus.ModelSaver``, ``trainbus.SimpleTra
 from __future__ import annotations
 
 import importlib
-from typing import Any
 
 from trainbus.bus import modpaths as _modpaths, registry as _registry
 from trainbus.exceptions import PluginAPIVersionError, PluginConflictError, PluginLoadError, StopTraining
 from trainbus.bus.registry import PLUGIN_API_VERSION
-from trainbus.bus.hookspecs import hookimpl, hookspec
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing: `import trainbus` stays light
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 
@@ -30,6 +32,8 @@ _LAZY_MODULES = {
     "compose", "runfile", "compat", "graph_builder", "contrib", "plugin_api", "checkpoint", "show",
 }
 _LAZY = {
+    # pluggy's markers: pluggy is imported when a plugin module or a training first needs it
+    "hookimpl": "trainbus.bus.hookspecs", "hookspec": "trainbus.bus.hookspecs",
     "ModelDesc": "trainbus.train", "ModelDescBase": "trainbus.train", "Trainer": "trainbus.train",
     "TowerTrainer": "trainbus.train", "SingleCostTrainer": "trainbus.train", "TrainConfig": "trainbus.train",
     "AutoResumeTrainConfig": "trainbus.train", "launch_train_with_config": "trainbus.train",
@@ -62,15 +66,31 @@ _STAR_EXTRA = ("compat", "graph_builder", "tfv1")
 _modpaths.install()
 
 
+#: (the entry-point scan they were computed from, ``__all__``, name -> the subpackage in
+#: _STAR_MODULES that exports it): computed once per scan, as ``from trainbus import *`` asks
+#: for ``__all__`` three times and every name it binds is looked up
+_STAR: list[Any] = [None, (), {}]
+
+
+def _star_table() -> tuple[tuple[str, ...], dict[str, str]]:
+    scan = _registry.scan()
+    if _STAR[0] is not scan:
+        names = dict.fromkeys([*_CORE_ALL, *_STAR_MODULES, *_STAR_EXTRA, *_LAZY])
+        owners: dict[str, str] = {}
+        for sub in _STAR_MODULES:
+            exported = importlib.import_module(f"{__name__}.{sub}").__all__
+            names.update(dict.fromkeys(exported))
+            owners.update(dict.fromkeys(exported, sub))  # a later subpackage wins a name two export
+        names.update(dict.fromkeys(_registry.installed_names(_registry.NAME_GROUPS)))
+        _STAR[:] = [scan, tuple(names), owners]
+    return _STAR[1], _STAR[2]
+
+
 def _star_names() -> list[str]:
     """``__all__``: the core's names, the subpackages and what each of them exports (plugin
     names included: each subpackage lists what installed distributions declare). Imports the
     subpackages (and so TensorFlow), as ``from tensorpack import *`` does."""
-    names = dict.fromkeys([*_CORE_ALL, *_STAR_MODULES, *_STAR_EXTRA, *_LAZY])
-    for sub in _STAR_MODULES:
-        names.update(dict.fromkeys(importlib.import_module(f"{__name__}.{sub}").__all__))
-    names.update(dict.fromkeys(_registry.installed_names(_registry.NAME_GROUPS)))
-    return list(names)
+    return list(_star_table()[0])
 
 
 def __getattr__(name: str) -> Any:
@@ -87,12 +107,11 @@ def __getattr__(name: str) -> Any:
     except AttributeError:
         if name.startswith("_"):  # private submodules (``from trainbus import _defaults``) import as files
             raise
-    for sub in reversed(_STAR_MODULES):  # a name a subpackage exports (e.g. trainbus.Conv2D, trainbus.get_rng)
-        module = importlib.import_module(f"{__name__}.{sub}")
-        if name in module.__all__:
-            value = getattr(module, name)
-            globals()[name] = value
-            return value
+    sub = _star_table()[1].get(name)  # a name a subpackage exports (e.g. trainbus.Conv2D, trainbus.get_rng)
+    if sub is not None:
+        value = getattr(importlib.import_module(f"{__name__}.{sub}"), name)
+        globals()[name] = value
+        return value
     # ``from trainbus import Nmae``: an ImportError naming the closest names; else AttributeError
     _registry._raise_missing(__name__, name, lambda: [*__dir__(), *_star_names()])
 

@@ -99,17 +99,17 @@ def _distribution_versions() -> list[tuple[str, str, str | None]]:
     for group in (*_registry.NAME_GROUPS, _registry.PLUGIN_GROUP):
         for eps in _registry.index(group).values():
             for ep in eps:
-                dist = ep.dist
-                if dist is None:
+                label = _registry.dist_name_version(ep)
+                if label is None:
                     continue
-                dname = dist.metadata["Name"]
+                dname, version = label
                 if dname not in seen:
                     try:
                         api = _registry.declared_api(ep)
                     except PluginLoadError:
-                        seen[dname] = (dname, dist.version, "unreadable: see `trainbus plugins`")
+                        seen[dname] = (dname, version, "unreadable: see `trainbus plugins`")
                     else:
-                        seen[dname] = (dname, dist.version, api.text if api is not None else None)
+                        seen[dname] = (dname, version, api.text if api is not None else None)
     return sorted(seen.values())
 
 

@@ -9,12 +9,15 @@ Three kinds of path are answered here, after the ordinary import system found no
   very module object (one module under two names, so classes are not duplicated); its
   submodules follow (``trainbus.dataflow.imgaug.crop`` is ``trainbus_dataflow.imgaug.crop``).
 * **facade modules** (:data:`FACADES`): a tensorpack module whose names the core and several
-  plugin distributions provide together (``trainbus.train.trainers`` holds ``SimpleTrainer``
-  from ``trainbus-trainers-single`` and ``HorovodTrainer`` from ``trainbus-trainers-horovod``).
+  plugin distributions provide together (``trainbus.train.trainers`` holds the core's
+  ``SimpleTrainer`` and ``HorovodTrainer`` from ``trainbus-trainers-horovod``).
   The module is made on first import; each name resolves on first use through its package
   (``trainbus.train``), so a missing plugin says what to ``pip install``.
 * **out of scope** (:data:`OUT_OF_SCOPE`): a tensorpack module trainbus does not provide, with
   the reason, raised as ``ModuleNotFoundError``.
+
+A first-party plugin's module path whose distribution is not installed (``trainbus.graph_builder``
+without ``trainbus-trainers-multigpu``) is a ``ModuleNotFoundError`` naming what to install.
 
 Nothing here imports TensorFlow or reads entry-point metadata before a path needs it.
 """
@@ -22,14 +25,16 @@ Nothing here imports TensorFlow or reads entry-point metadata before a path need
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
 from types import ModuleType
-from typing import Any, Sequence
 
 from trainbus.bus import registry as _registry
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing: `import trainbus` stays light
+if TYPE_CHECKING:
+    from typing import Any, Sequence
 
 #: entry-point group through which distributions declare the module paths they implement
 MODULE_GROUP = "trainbus.modules"
@@ -66,7 +71,6 @@ FACADES: dict[str, tuple[str, tuple[str, ...]]] = {
         "PlaceholderInput", "FeedInput", "FeedfreeInput", "QueueInput", "BatchQueueInput", "DummyConstantInput",
         "TensorInput", "ZMQInput", "TFDatasetInput", "StagingInput")),
     "trainbus.input_source.input_source_base": ("trainbus.input_source", ("InputSource", "remap_input_source")),
-    "trainbus.graph_builder.distributed": ("trainbus.graph_builder", ()),
 }
 
 #: tensorpack module paths and names trainbus does not provide, with the reason
@@ -90,7 +94,12 @@ def declared_modules() -> dict[str, str]:
     return out
 
 
-class _AliasLoader(importlib.abc.Loader):
+# The finders and loaders below have the methods the import system calls (``find_spec``;
+# ``create_module``/``exec_module``) without deriving from ``importlib.abc``, whose import
+# (importlib.resources, pathlib, tempfile, ...) would double the time of ``import trainbus``.
+
+
+class _AliasLoader:
     """Gives the already-existing module ``target`` for another name."""
 
     def __init__(self, target: str, declared_by: Any = None) -> None:
@@ -151,7 +160,7 @@ def _available(package: str, name: str) -> bool:
     return True
 
 
-class _FacadeLoader(importlib.abc.Loader):
+class _FacadeLoader:
     def __init__(self, source: str, names: Sequence[str]) -> None:
         self.source, self.names = source, names
 
@@ -166,7 +175,7 @@ class _FacadeLoader(importlib.abc.Loader):
 _ALIASED: dict[str, str] = {}
 
 
-class SubmoduleFinder(importlib.abc.MetaPathFinder):
+class SubmoduleFinder:
     """First on ``sys.meta_path``: a submodule of an aliased package is the real package's
     submodule (never a second copy loaded from the same file under the other name)."""
 
@@ -178,7 +187,7 @@ class SubmoduleFinder(importlib.abc.MetaPathFinder):
         return importlib.util.spec_from_loader(fullname, _AliasLoader(f"{real_parent}.{child}"))
 
 
-class ModulePathFinder(importlib.abc.MetaPathFinder):
+class ModulePathFinder:
     """Last on ``sys.meta_path``: ``trainbus.*`` paths no file provides."""
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
@@ -194,6 +203,12 @@ class ModulePathFinder(importlib.abc.MetaPathFinder):
             return importlib.util.spec_from_loader(fullname, _FacadeLoader(source, names))
         if fullname in OUT_OF_SCOPE:
             raise _out_of_scope(fullname)
+        from trainbus.bus.catalogue import KNOWN_MODULES
+
+        dist = KNOWN_MODULES.get(fullname)
+        if dist is not None:  # a first-party plugin's path (trainbus.graph_builder): say what to install
+            raise ModuleNotFoundError(f"{fullname} is provided by the {dist!r} distribution, which is not installed; "
+                                      f"install it: {_registry.install_hint(dist)}", name=fullname)
         return None
 
 

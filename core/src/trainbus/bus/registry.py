@@ -3,18 +3,26 @@
 A name users import from module ``M`` (``trainbus.callbacks``, ``trainbus.train``,
 ``trainbus.tfutils.sessinit``) is declared by an installed distribution in entry-point group
 ``M``. Reading the index imports nothing; only the resolved entry point is loaded.
+
+The installed distributions' entry points are read in one scan per process (:func:`scan`),
+the first time any group is asked for; every group, the plugin API declarations and each
+distribution's name and version come from it. ``clear_cache()`` forgets it (after installing
+or removing distributions at run time). ``importlib_metadata`` itself is imported by that first
+scan, not by ``import trainbus``.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
-from typing import Any, Callable, Iterable, Mapping
-
-from importlib_metadata import EntryPoint, entry_points
-
 from trainbus.bus.catalogue import BUNDLES, KNOWN_PROVIDERS
 from trainbus.exceptions import PluginAPIVersionError, PluginConflictError, PluginLoadError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing: `import trainbus` stays light
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable, Mapping
+
+    from importlib_metadata import EntryPoint
 
 #: The groups through which names are resolved, named after the facade modules.
 NAME_GROUPS = ("trainbus.callbacks", "trainbus.train", "trainbus.tfutils.sessinit", "trainbus.dataflow")
@@ -47,11 +55,118 @@ OUT_OF_SCOPE: dict[str, str] = {
 }
 
 
+class _Scan:
+    """One read of every installed distribution's entry points (see :func:`scan`)."""
+
+    __slots__ = ("groups", "api")
+
+    def __init__(self) -> None:
+        #: group -> its entry points, in the order the distributions were found
+        self.groups: dict[str, list[EntryPoint]] = {}
+        #: id(distribution) -> (the distribution, its (name, value) pairs in API_GROUP)
+        self.api: dict[int, tuple[Any, list[tuple[str, str]]]] = {}
+
+
+#: how many times the installed distributions' entry points were read in this process
+#: (once, unless ``clear_cache()`` asked for a new read)
+scans = 0
+
+
+#: modules of the finders whose distributions :func:`_path_distributions` finds itself
+_PATH_FINDER_MODULES = ("importlib_metadata", "importlib.metadata", "_frozen_importlib_external",
+                        "importlib._bootstrap_external")
+
+
+#: a section header of a trainbus entry-point group, in an ``entry_points.txt``
+_DECLARES = r"(?m)^\s*\[\s*trainbus\."
+
+
+def _normalized(name: str) -> str:
+    import re
+
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _path_distributions() -> list[Any] | None:
+    """The distributions ``importlib_metadata.distributions()`` finds (first one of each name,
+    in ``sys.path`` order, then a directory's entries in reverse name order), keeping only
+    those with an ``entry_points.txt``: found by listing the directories on ``sys.path``,
+    several times faster than ``importlib_metadata``'s own search. None where the
+    environment has what only that search handles (a zip file or an ``.egg`` on ``sys.path``,
+    another finder of distributions on ``sys.meta_path``)."""
+    import os
+    import re
+    import sys
+
+    import importlib_metadata
+
+    for finder in sys.meta_path:
+        if hasattr(finder, "find_distributions") and type(finder).__module__ not in _PATH_FINDER_MODULES:
+            return None
+    seen: set[str] = set()
+    found = []
+    for entry in sys.path:
+        if not isinstance(entry, str):
+            return None
+        root = entry or "."
+        try:
+            children = os.listdir(root)
+        except OSError:
+            if os.path.isfile(root):  # a zip archive: importlib_metadata reads inside it
+                return None
+            continue
+        if entry.lower().endswith(".egg"):
+            return None
+        for child in sorted(children, key=str.lower, reverse=True):
+            low = child.lower()
+            if not low.endswith((".dist-info", ".egg-info")):
+                continue
+            name = _normalized(low.rpartition(".")[0].partition("-")[0])
+            if name in seen:
+                continue
+            seen.add(name)
+            try:
+                with open(os.path.join(root, child, "entry_points.txt"), encoding="utf-8") as f:
+                    text = f.read()
+            except OSError:
+                continue
+            if re.search(_DECLARES, text):  # only distributions declaring trainbus groups are parsed
+                found.append(importlib_metadata.Distribution.at(os.path.join(entry, child)))
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def scan() -> _Scan:
+    """Every installed distribution's entry points, read once per process (``clear_cache()``
+    forgets them). Imports no entry point."""
+    global scans
+    import itertools
+
+    import importlib_metadata
+
+    scans += 1
+    found = _Scan()
+    dists = _path_distributions()
+    eps = (importlib_metadata.entry_points() if dists is None
+           else itertools.chain.from_iterable(d.entry_points for d in dists))
+    for ep in eps:
+        if not ep.group.startswith("trainbus."):
+            continue
+        found.groups.setdefault(ep.group, []).append(ep)
+        dist = getattr(ep, "dist", None)
+        if dist is not None:
+            # the scan keeps each distribution object alive, so its id stays its own
+            seen = found.api.setdefault(id(dist), (dist, []))
+            if ep.group == API_GROUP:
+                seen[1].append((ep.name, ep.value))
+    return found
+
+
 @functools.lru_cache(maxsize=None)
 def index(group: str) -> dict[str, tuple[EntryPoint, ...]]:
-    """Entry points of ``group`` by name, read once per process. Imports nothing."""
+    """Entry points of ``group`` by name, from the process's one scan. Imports nothing."""
     found: dict[str, list[EntryPoint]] = {}
-    for ep in entry_points(group=group):
+    for ep in scan().groups.get(group, ()):
         same = found.setdefault(ep.name, [])
         # the same distribution seen twice on sys.path (editable + lib64 symlink) is one provider
         if all(other.value != ep.value or _dist_name(other) != _dist_name(ep) for other in same):
@@ -60,21 +175,48 @@ def index(group: str) -> dict[str, tuple[EntryPoint, ...]]:
 
 
 def clear_cache() -> None:
-    """Forget the cached index (after installing or removing distributions at run time)."""
+    """Forget the cached scan and everything read from it (after installing or removing
+    distributions at run time)."""
+    scan.cache_clear()
     index.cache_clear()
     _parse_api.cache_clear()
+    _dist_label.cache_clear()
     _packages_distributions.cache_clear()
+
+
+@functools.lru_cache(maxsize=None)
+def _dist_label(dist: Any) -> tuple[str, str]:
+    """(name, version) of a distribution, read once: from the header lines of its metadata file
+    (parsing the whole file, description included, costs more than the scan itself)."""
+    head: dict[str, str] = {}
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+    for line in text.splitlines():
+        if not line.strip():
+            break  # the headers end at the first blank line
+        key, sep, value = line.partition(":")
+        if sep and key in ("Name", "Version") and key not in head:
+            head[key] = value.strip()
+    if len(head) < 2:  # unusual metadata: let importlib_metadata read it
+        meta = dist.metadata
+        head = {"Name": meta.get("Name") or "", "Version": meta.get("Version") or ""}
+    return head["Name"] or "<unnamed distribution>", head["Version"] or "?"
 
 
 def _dist_name(ep: EntryPoint) -> str:
     dist = getattr(ep, "dist", None)
-    return dist.metadata["Name"] if dist is not None else "<unknown distribution>"
+    return _dist_label(dist)[0] if dist is not None else "<unknown distribution>"
+
+
+def dist_name_version(ep: EntryPoint) -> tuple[str, str] | None:
+    """(name, version) of the distribution that declares ``ep``, or None when unknown."""
+    dist = getattr(ep, "dist", None)
+    return _dist_label(dist) if dist is not None else None
 
 
 def describe(ep: EntryPoint) -> str:
     """``"dist version (name = value)"`` for messages."""
-    dist = getattr(ep, "dist", None)
-    who = f"{dist.metadata['Name']} {dist.version}" if dist is not None else "<unknown distribution>"
+    label = dist_name_version(ep)
+    who = f"{label[0]} {label[1]}" if label is not None else "<unknown distribution>"
     return f"{who} ({ep.name} = {ep.value})"
 
 
@@ -123,11 +265,17 @@ def declared_api(source: Any) -> PluginAPI | None:
     none (it is then not checked). This is the one place the declaration is read: one it
     cannot read raises :class:`~trainbus.exceptions.PluginLoadError` naming the distribution
     and what is wrong with it."""
+    from importlib_metadata import EntryPoint
+
     dist = getattr(source, "dist", None) if isinstance(source, EntryPoint) else source
     if dist is None:
         return None
-    eps = tuple((ep.name, ep.value) for ep in dist.entry_points if ep.group == API_GROUP)
-    return _parse_api(dist.metadata["Name"] or "<unnamed distribution>", eps)
+    seen = scan().api.get(id(dist))
+    if seen is not None and seen[0] is dist:  # a distribution of the scan: read there
+        eps = tuple(seen[1])
+    else:
+        eps = tuple((ep.name, ep.value) for ep in dist.entry_points if ep.group == API_GROUP)
+    return _parse_api(_dist_label(dist)[0], eps)
 
 
 def check_api(source: Any) -> PluginAPI | None:

@@ -34,11 +34,15 @@ def _api_of(ep: Any) -> tuple[str | None, str | None]:
     return (api.text if api is not None else None), None
 
 
-def _module_missing(module: str) -> str | None:
-    """Why ``module`` cannot be imported, found without executing any module (None if it is there)."""
+def _module_missing(module: str, found: dict[str, Any] | None = None) -> str | None:
+    """Why ``module`` cannot be imported, found without executing any module (None if it is there).
+    ``found`` keeps the top-level packages already looked up (one search of ``sys.path`` each)."""
     parts = module.split(".")
+    found = {} if found is None else found
     try:
-        spec = importlib.util.find_spec(parts[0])
+        if parts[0] not in found:
+            found[parts[0]] = importlib.util.find_spec(parts[0])
+        spec = found[parts[0]]
     except (ImportError, ValueError) as e:
         return f"{type(e).__name__}: {e}"
     for i, part in enumerate(parts[1:], start=1):
@@ -63,15 +67,16 @@ def plugin_report(try_load: bool = True, check_modules: bool = True) -> list[dic
     time then imports it); without it, ``check_modules`` still finds each entry point's module
     on ``sys.path`` without executing it."""
     dists: dict[str, dict[str, Any]] = {}
+    missing: dict[str, str | None] = {}  # module -> why it cannot be found, each module looked up once
+    tops: dict[str, Any] = {}  # top-level package -> its spec
     for group in (*_registry.NAME_GROUPS, _registry.PLUGIN_GROUP):
         for name, eps in sorted(_registry.index(group).items()):
             for ep in eps:
-                dist = ep.dist
-                dname = dist.metadata["Name"] if dist is not None else "<unknown>"
+                dname, version = _registry.dist_name_version(ep) or ("<unknown>", "?")
                 rec = dists.get(dname)
                 if rec is None:
                     spec, api_error = _api_of(ep)
-                    rec = dists[dname] = {"name": dname, "version": dist.version if dist else "?",
+                    rec = dists[dname] = {"name": dname, "version": version,
                                           "bundle": _bundle_of(dname), "api": spec, "names": [], "plugins": [],
                                           "errors": []}
                     rec["api_ok"] = api_error is None
@@ -90,7 +95,9 @@ def plugin_report(try_load: bool = True, check_modules: bool = True) -> list[dic
                     except Exception as e:  # noqa: BLE001 - reported, not raised
                         rec["errors"].append(f"{qualname}: {e}")
                 elif check_modules:
-                    why = _module_missing(ep.module)
+                    if ep.module not in missing:
+                        missing[ep.module] = _module_missing(ep.module, tops)
+                    why = missing[ep.module]
                     if why:
                         rec["errors"].append(f"{qualname}: {qualname} comes from {_registry.describe(ep)}, but its "
                                              f"module cannot be found: {why}. Reinstall or uninstall that distribution.")

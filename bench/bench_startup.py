@@ -1,0 +1,347 @@
+#!/usr/bin/env python
+"""Startup: from process start to the first training step, trainbus against a bare loop.
+
+Each measurement is a fresh interpreter training the defaults workload (the MLP 784-256-256-10
+of ``bench_core.py`` with ``add_moving_summary``, trained with the default callbacks and
+monitors) until its first step has run, then exiting. The kinds run interleaved, round after
+round, so that machine load hits them alike; the table gives medians:
+
+* **trainbus**: ``launch_train_with_config(TrainConfig(...), SimpleTrainer())``;
+* **bare loop**: the same graph built by hand, ``tf.compat.v1.Session()``, the variables
+  initialized, one ``sess.run(train_op, feed_dict)``;
+* **tensorpack** (``--tensorpack-python PATH``, an interpreter where ``import tensorpack``
+  works): tensorpack's own ``launch_train_with_config``, and a bare loop in that interpreter.
+
+Seconds to the first step are counted from just before the process is started (interpreter
+start-up and ``import tensorflow`` included, as a user waits for them); "after TF" counts from
+the moment ``import tensorflow`` returned in that process, which leaves out the largest and
+noisiest part both sides share. Peak RSS is the process's own (``os.wait4``). trainbus's own
+time is split by phase (its import, TrainConfig + graph, callbacks setup, session creation
+and initialization, the first step) by timing ``Trainer.setup_callbacks`` and
+``Trainer.initialize`` from the outside; the bare loop's phases are beside them.
+
+Also measured, each in fresh interpreters: ``from trainbus import *`` after TensorFlow is
+imported (and ``from tensorpack import *``), ``import trainbus`` alone (and whether it imported
+TensorFlow), and the ``trainbus plugins`` command.
+
+    python bench/bench_startup.py                       # 5 rounds
+    python bench/bench_startup.py --rounds 9 --tensorpack-python /path/to/venv/bin/python
+
+Targets (issue "Startup"): overhead over the bare loop to the first step <= 0.05 s; peak RSS
+over the bare loop <= tensorpack's; ``from trainbus import *`` after TensorFlow <= 0.15 s;
+``import trainbus`` <= 0.05 s without TensorFlow; ``trainbus plugins`` < 0.5 s.
+
+The environment may ask Python not to write bytecode (``PYTHONDONTWRITEBYTECODE``); an
+editable install then compiles every trainbus module again in every process, which no
+installed package does. The children then keep their bytecode under one cache directory
+(``PYTHONPYCACHEPREFIX``), and a first round that is not counted fills it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from _mlp import mlp_cost  # bench/ is sys.path[0]: the script and its children are run by path
+
+HERE = os.path.abspath(__file__)
+BATCH, STEPS = 64, 3
+
+
+# ----------------------------------------------------------------------------- children
+def _data(np):
+    rng = np.random.RandomState(0)
+    return [[rng.rand(BATCH, 784).astype("float32"), rng.randint(0, 10, size=BATCH).astype("int32")]
+            for _ in range(STEPS + 1)]
+
+
+def _report(marks: dict) -> None:
+    import resource
+
+    marks["rss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    sys.stdout.write("\nSTARTUP " + json.dumps(marks) + "\n")  # on its own line (after a progress bar)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # the first step is where this measurement ends
+
+
+def child_bare() -> None:
+    marks: dict = {}
+    import tensorflow as tf
+
+    marks["tf"] = time.time()
+    import numpy as np
+
+    tf1 = tf.compat.v1
+    dps = _data(np)
+    marks["import"] = time.time()
+    with tf.Graph().as_default():
+        x = tf1.placeholder(tf.float32, [BATCH, 784], name="x")
+        y = tf1.placeholder(tf.int32, [BATCH], name="y")
+        train_op = tf1.train.GradientDescentOptimizer(0.01).minimize(mlp_cost(tf, x, y))
+        init = tf1.global_variables_initializer()
+        marks["graph"] = time.time()
+        sess = tf1.Session()
+        sess.run(init)
+        marks["session"] = time.time()
+        sess.run(train_op, feed_dict={x: dps[0][0], y: dps[0][1]})
+        marks["first"] = time.time()
+    _report(marks)
+
+
+def _time_trainer(trainer_cls, marks: dict) -> None:
+    """Mark the start and end of ``setup_callbacks`` and the end of ``initialize``."""
+    setup, initialize = trainer_cls.setup_callbacks, trainer_cls.initialize
+
+    def timed_setup(self, *a, **k):
+        marks.setdefault("setup0", time.time())
+        try:
+            return setup(self, *a, **k)
+        finally:
+            marks.setdefault("setup1", time.time())
+
+    def timed_initialize(self, *a, **k):
+        try:
+            return initialize(self, *a, **k)
+        finally:
+            marks.setdefault("session", time.time())
+
+    trainer_cls.setup_callbacks, trainer_cls.initialize = timed_setup, timed_initialize
+
+
+def child_framework(which: str) -> None:
+    marks: dict = {}
+    import tensorflow as tf
+
+    marks["tf"] = time.time()
+    import numpy as np
+
+    tf1 = tf.compat.v1
+    if which == "trainbus":
+        from trainbus.callbacks import Callback
+        from trainbus.dataflow import DataFromList
+        from trainbus.input_source import FeedInput
+        from trainbus.tfutils.summary import add_moving_summary
+        from trainbus.train import ModelDesc, SimpleTrainer, TrainConfig, launch_train_with_config
+        from trainbus.train.base import Trainer
+        from trainbus.utils import logger
+    else:
+        from tensorpack.callbacks import Callback
+        from tensorpack.dataflow import DataFromList
+        from tensorpack.input_source import FeedInput
+        from tensorpack.tfutils.summary import add_moving_summary
+        from tensorpack.train import ModelDesc, SimpleTrainer, TrainConfig, launch_train_with_config
+        from tensorpack.train.base import Trainer
+        from tensorpack.utils import logger
+    dps = _data(np)
+    marks["import"] = time.time()
+    _time_trainer(Trainer, marks)
+
+    class Model(ModelDesc):
+        def inputs(self):
+            return [tf.TensorSpec([BATCH, 784], tf.float32, "x"), tf.TensorSpec([BATCH], tf.int32, "y")]
+
+        def build_graph(self, x, y):
+            cost = mlp_cost(tf, x, y)
+            add_moving_summary(cost)
+            return cost
+
+        def optimizer(self):
+            return tf1.train.GradientDescentOptimizer(0.01)
+
+    class FirstStep(Callback):
+        def _trigger_step(self):
+            marks["first"] = time.time()
+            _report(marks)
+
+    logger.set_logger_dir(tempfile.mkdtemp(prefix="bench-startup-"), action="k")
+    logging.getLogger(which).setLevel(logging.WARNING)  # both write their INFO lines the same way
+    config = TrainConfig(model=Model(), data=FeedInput(DataFromList(dps, shuffle=False)), callbacks=[FirstStep()],
+                         max_epoch=1, steps_per_epoch=STEPS)
+    launch_train_with_config(config, SimpleTrainer())
+    raise SystemExit("the training ended without a first step")
+
+
+def child_star(package: str) -> None:
+    import tensorflow  # noqa: F401
+
+    t = time.perf_counter()
+    exec(f"from {package} import *", {})
+    print("SECONDS", time.perf_counter() - t)
+
+
+def child_import() -> None:
+    t = time.perf_counter()
+    import trainbus  # noqa: F401
+
+    d = time.perf_counter() - t
+    print("SECONDS", d, any(m == "tensorflow" or m.startswith("tensorflow.") for m in sys.modules))
+
+
+# ----------------------------------------------------------------------------- parent
+def child_env() -> tuple[dict, str]:
+    env = dict(os.environ)
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    note = ""
+    if env.pop("PYTHONDONTWRITEBYTECODE", None) is not None and "PYTHONPYCACHEPREFIX" not in env:
+        env["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), "trainbus-bench-pycache")
+        note = (f"PYTHONDONTWRITEBYTECODE is set here: the children keep their bytecode in "
+                f"{env['PYTHONPYCACHEPREFIX']} instead (as an installed package has it)")
+    return env, note
+
+
+def spawn(python: str, args: list[str], env: dict) -> tuple[float, dict | str, int]:
+    """Run one child; returns (the time it was started, its output line parsed or its raw
+    output, its peak RSS in KB)."""
+    with tempfile.TemporaryFile() as out:
+        start = time.time()
+        proc = subprocess.Popen([python, HERE, *args], stdout=out, stderr=subprocess.STDOUT, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        text = out.read().decode("utf-8", "replace")
+    for line in text.splitlines():
+        if "STARTUP " in line:
+            return start, json.loads(line.split("STARTUP ", 1)[1]), usage.ru_maxrss
+        if line.startswith("SECONDS "):
+            return start, {"line": line.split()[1:]}, usage.ru_maxrss
+    return start, text, usage.ru_maxrss
+
+
+def importable(python: str, module: str, env: dict) -> str | None:
+    """None if ``python -c 'import module'`` works, else why not (one line)."""
+    try:
+        res = subprocess.run([python, "-c", f"import {module}"], capture_output=True, text=True, env=env, timeout=300)
+    except OSError as e:
+        return f"{python} cannot be run: {e.strerror or e}"
+    if res.returncode == 0:
+        return None
+    last = [ln for ln in res.stderr.strip().splitlines() if ln.strip()]
+    return f"`import {module}` fails there: {last[-1] if last else 'exit status %d' % res.returncode}"
+
+
+def med(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--rounds", type=int, default=5, help="interleaved rounds (median of these)")
+    p.add_argument("--tensorpack-python", default=None,
+                   help="an interpreter where tensorpack imports (its own environment)")
+    p.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.child:
+        {"bare": child_bare, "trainbus": lambda: child_framework("trainbus"),
+         "tensorpack": lambda: child_framework("tensorpack"), "star-trainbus": lambda: child_star("trainbus"),
+         "star-tensorpack": lambda: child_star("tensorpack"), "import": child_import}[args.child]()
+        return
+
+    env, note = child_env()
+    kinds = [("trainbus", sys.executable, "trainbus"), ("bare", sys.executable, "bare")]
+    tp_note = None
+    if args.tensorpack_python:
+        tp_note = importable(args.tensorpack_python, "tensorpack", env)
+        if tp_note is None:
+            kinds += [("tensorpack", args.tensorpack_python, "tensorpack"),
+                      ("bare (tensorpack's python)", args.tensorpack_python, "bare")]
+    else:
+        tp_note = "not measured: no --tensorpack-python given"
+
+    runs: dict[str, list[tuple[float, dict, int]]] = {k: [] for k, _, _ in kinds}
+    star: dict[str, list[float]] = {"trainbus": [], "tensorpack": []}
+    imports: list[float] = []
+    tf_imported = False
+    plugins_cmd: list[float] = []
+    for rnd in range(args.rounds + 1):  # round 0 warms caches and is not counted
+        order = kinds[rnd % len(kinds):] + kinds[:rnd % len(kinds)]
+        for name, python, child in order:
+            start, res, rss = spawn(python, ["--child", child], env)
+            if not isinstance(res, dict):
+                raise SystemExit(f"the {name} child failed:\n{res[-3000:]}")
+            if rnd:
+                runs[name].append((start, res, rss))
+        _, res, _ = spawn(sys.executable, ["--child", "star-trainbus"], env)
+        if rnd:
+            star["trainbus"].append(float(res["line"][0]))
+        if "tensorpack" in runs:
+            _, res, _ = spawn(args.tensorpack_python, ["--child", "star-tensorpack"], env)
+            if rnd:
+                star["tensorpack"].append(float(res["line"][0]))
+        _, res, _ = spawn(sys.executable, ["--child", "import"], env)
+        if rnd:
+            imports.append(float(res["line"][0]))
+            tf_imported |= res["line"][1] == "True"
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "trainbus", "plugins"], capture_output=True, env=env, check=True)
+        if rnd:
+            plugins_cmd.append(time.perf_counter() - t)
+        print(f"round {rnd}/{args.rounds} done" + (" (warm-up, not counted)" if not rnd else ""), file=sys.stderr)
+
+    def total(name: str) -> float:
+        return med([r["first"] - s for s, r, _ in runs[name]])
+
+    def after_tf(name: str) -> float:
+        return med([r["first"] - r["tf"] for _, r, _ in runs[name]])
+
+    def rss(name: str) -> float:
+        return med([kb / 1024 for _, _, kb in runs[name]])
+
+    def phase(name: str, a: str, b: str) -> float:
+        return med([r[b] - r[a] for _, r, _ in runs[name] if a in r and b in r])
+
+    pairs = [("trainbus", "bare")]
+    if "tensorpack" in runs:
+        pairs.append(("tensorpack", "bare (tensorpack's python)"))
+    load = os.getloadavg()
+    print(f"\nStartup on the defaults workload (MLP, default callbacks and monitors, {STEPS} steps/epoch): "
+          f"median of {args.rounds} interleaved rounds of fresh interpreters; load average "
+          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs")
+    if note:
+        print(note)
+    cols = [k for k, _, _ in kinds]
+    w = max(len(c) for c in cols) + 2
+    print(f"\n{'':<34}" + "".join(f"{c:>{w}}" for c in cols))
+    print(f"{'to the first step (s)':<34}" + "".join(f"{total(c):>{w}.3f}" for c in cols))
+    print(f"{'  of which after import tensorflow':<34}" + "".join(f"{after_tf(c):>{w}.3f}" for c in cols))
+    print(f"{'peak RSS (MB)':<34}" + "".join(f"{rss(c):>{w}.0f}" for c in cols))
+    for fw, bare in pairs:
+        print(f"{fw} over its bare loop: {total(fw) - total(bare):+.3f} s to the first step "
+              f"({after_tf(fw) - after_tf(bare):+.3f} s after import tensorflow), "
+              f"{rss(fw) - rss(bare):+.0f} MB peak RSS")
+    if "tensorpack" not in runs:
+        print(f"tensorpack: {tp_note}")
+    print("\nPhases (median s)          trainbus   bare loop" + ("   tensorpack" if "tensorpack" in runs else ""))
+    rows = [("python + import tensorflow", ("tf0", "tf"), ("tf0", "tf")),
+            ("import the framework", ("tf", "import"), ("tf", "import")),
+            ("TrainConfig + graph", ("import", "setup0"), ("import", "graph")),
+            ("callbacks setup", ("setup0", "setup1"), None),
+            ("session + initialization", ("setup1", "session"), ("graph", "session")),
+            ("first step", ("session", "first"), ("session", "first"))]
+    for label, tb_span, bare_span in rows:
+        def cell(name: str, span) -> str:
+            if span is None:
+                return "-"
+            if span[0] == "tf0":
+                return f"{med([r[span[1]] - s for s, r, _ in runs[name]]):.3f}"
+            return f"{phase(name, *span):.3f}"
+        line = f"  {label:<26}{cell('trainbus', tb_span):>9}{cell('bare', bare_span):>12}"
+        if "tensorpack" in runs:
+            line += f"{cell('tensorpack', tb_span):>13}"
+        print(line)
+    print(f"\nfrom trainbus import * after TensorFlow: {med(star['trainbus']):.3f} s (target <= 0.15)"
+          + (f"; from tensorpack import *: {med(star['tensorpack']):.3f} s" if star["tensorpack"] else ""))
+    print(f"import trainbus: {med(imports):.3f} s (target <= 0.05), TensorFlow "
+          f"{'IMPORTED' if tf_imported else 'not imported'}")
+    print(f"trainbus plugins: {med(plugins_cmd):.3f} s wall, interpreter start-up included (target < 0.5)")
+
+
+if __name__ == "__main__":
+    main()
