@@ -51,8 +51,8 @@ def import_time() -> tuple[float, bool]:
 
 
 def resolve_isolation() -> bool:
-    code = ("import sys, trainbus; trainbus.train.SimpleTrainer; "
-            "print(sorted(m for m in sys.modules if m.startswith('trainbus_') and m.split('.')[0] != 'trainbus_trainers_single'))")
+    code = ("import sys, trainbus; trainbus.train.SyncMultiGPUTrainerReplicated; "
+            "print(sorted(m for m in sys.modules if m.startswith('trainbus_') and m.split('.')[0] != 'trainbus_trainers_multigpu'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     return out == "[]"
 

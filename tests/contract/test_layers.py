@@ -237,7 +237,6 @@ def test_tfutils_imports_nothing_from_predict():
 #: modules that only re-export names of other modules, and why each may: tensorpack's own
 #: module paths, or a path the documentation gives
 RE_EXPORTS = {
-    "trainbus.graph_builder.model_desc": "tensorpack.graph_builder.model_desc",
     "trainbus.models.common": "tensorpack.models.common",
 }
 
@@ -285,7 +284,7 @@ def test_no_alias_modules_exist():
         bad += [f"{path.relative_to(ROOT)}:{line} assigns into sys.modules" for line in _replaces_a_module(path)]
         if path.name == "__init__.py":
             for name in sorted(_lazy_submodule_names(path)):
-                if f"{mod}.{name}" not in CORE_MODULES:
+                if f"{mod}.{name}" not in CORE_MODULES and f"{mod}.{name}" not in _plugin_module_paths():
                     bad.append(f"{path.relative_to(ROOT)} offers {mod}.{name}, which is no module")
         elif _only_reexports(path) and mod not in RE_EXPORTS:
             bad.append(f"{path.relative_to(ROOT)} only re-exports other modules' names; import them from there")
@@ -304,6 +303,9 @@ def _trainer_class_names() -> set[str]:
         for path in pkg.rglob("*.py"):
             tree = ast.parse(path.read_text(), filename=str(path))
             names |= {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and "Trainer" in n.name}
+    for path in (CORE / "train").rglob("*.py"):  # the core's own trainers (SimpleTrainer, NoOpTrainer)
+        tree = ast.parse(path.read_text(), filename=str(path))
+        names |= {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name.endswith("Trainer")}
     registry = ast.parse((CORE / "bus" / "registry.py").read_text())
     names |= {c.value for c in ast.walk(registry) if isinstance(c, ast.Constant) and isinstance(c.value, str)
               and c.value.endswith("Trainer")}
@@ -361,6 +363,43 @@ def test_the_plugin_api_version_is_metadata_of_its_own():
         bad += [f"{path.relative_to(ROOT)}:{c.lineno} reads the Keywords metadata" for c in ast.walk(tree)
                 if isinstance(c, ast.Constant) and c.value == "Keywords"]
     assert not bad, "\n".join(bad)
+
+
+def _plugin_module_paths() -> dict[str, str]:
+    """Module path -> distribution, as the plugins declare them (group ``trainbus.modules``)."""
+    import tomllib
+
+    out = {}
+    for pp in sorted(ROOT.glob("plugins/*/pyproject.toml")):
+        project = tomllib.loads(pp.read_text())["project"]
+        out.update(dict.fromkeys(project.get("entry-points", {}).get("trainbus.modules", {}), project["name"]))
+    return out
+
+
+def test_the_core_trains_alone_and_holds_no_plugins_module():
+    """The one-device trainers are the core's (``trainbus.train.simple``, resolved lazily, no
+    plugin declares them, no ``trainers-single`` distribution); no core module imports a plugin
+    package or a module path a plugin provides (``trainbus.graph_builder``, which lives in
+    trainbus-trainers-multigpu beside the trainers that build from it)."""
+    import tomllib
+
+    import trainbus.train
+
+    assert {n: trainbus.train._LAZY.get(n) for n in ("SimpleTrainer", "NoOpTrainer")} == \
+        {"SimpleTrainer": "trainbus.train.simple", "NoOpTrainer": "trainbus.train.simple"}
+    declared = {n for pp in ROOT.glob("plugins/*/pyproject.toml")
+                for n in tomllib.loads(pp.read_text())["project"].get("entry-points", {}).get("trainbus.train", {})}
+    assert not declared & {"SimpleTrainer", "NoOpTrainer", "QueueInputTrainer"}, declared
+    assert not (ROOT / "plugins" / "trainers-single").exists()
+    paths = _plugin_module_paths()
+    assert paths.get("trainbus.graph_builder") == "trainbus-trainers-multigpu" and "trainbus.graph_builder" not in CORE_MODULES
+    bad = [f"{path.relative_to(ROOT)}:{line} imports {name}" for mod, path in CORE_MODULES.items()
+           for name, line in _imports(path, mod)
+           if name.split(".")[0].startswith("trainbus_") or any(_in(name, p) for p in paths)]
+    assert not bad, "the core imports no plugin:\n" + "\n".join(bad)
+    # the distributed trainers build from trainbus.graph_builder: they install its distribution
+    deps = tomllib.loads((ROOT / "plugins" / "trainers-distributed" / "pyproject.toml").read_text())["project"]
+    assert any(d.startswith("trainbus-trainers-multigpu") for d in deps["dependencies"]), deps["dependencies"]
 
 
 def test_the_checks_see_a_planted_violation(tmp_path):

@@ -52,13 +52,13 @@ def test_register_callback_after_training_started_raises():
 
 
 def test_no_steps_per_epoch_and_dataflow_without_len_is_clear_error():
-    from trainbus.dataflow import DataFromGenerator
+    from trainbus.testing import generator_dataflow
 
     def gen():
         yield from tiny_dataflow()
 
     with pytest.raises(ValueError, match="steps_per_epoch"):
-        train_tiny([], dataflow=DataFromGenerator(gen))
+        train_tiny([], dataflow=generator_dataflow(gen))
 
 
 def test_exception_in_callback_runs_every_after_train_and_names_callback():

@@ -59,26 +59,38 @@ def _blocked(argv: list[str], cwd: pathlib.Path | None = None, env: dict | None 
     return json.loads(last), "\n".join(out), r.stderr
 
 
-def test_plugins_lists_without_tensorflow_in_under_a_second() -> None:
-    info, out, err = _blocked(["plugins"])
+def _with_a_plugin(tmp_path: pathlib.Path) -> dict:
+    """The environment of a subprocess that also sees an installed plugin distribution
+    (``trainbus-clitest`` 0.4.0: a callback and a trainer), whatever else is installed."""
+    from fakedist import make_dist
+
+    root = make_dist(tmp_path / "site", "trainbus-clitest", "0.4.0",
+                     {"trainbus.plugin_api": {"1": "trainbus_clitest"},
+                      "trainbus.callbacks": {"CliTestCallback": "trainbus_clitest:CliTestCallback"},
+                      "trainbus.train": {"CliTestTrainer": "trainbus_clitest:CliTestTrainer"}},
+                     {"trainbus_clitest": "raise RuntimeError('listing the plugins imported trainbus_clitest')\n"})
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])])}
+
+
+def test_plugins_lists_without_tensorflow_in_under_a_second(tmp_path: pathlib.Path) -> None:
+    info, out, err = _blocked(["plugins"], env=_with_a_plugin(tmp_path))
     assert info["rc"] == 0, err
     assert info["tf"] == [] and info["plugins"] == [], info
-    assert "trainbus-saver 0.1.0  [bundle: standard]  [plugin API 1]" in out
-    assert "    trainbus.callbacks.ModelSaver" in out
-    assert "    trainbus.train.SimpleTrainer" in out
+    assert "trainbus-clitest 0.4.0  [bundle: -]  [plugin API 1]" in out
+    assert "    trainbus.callbacks.CliTestCallback" in out
+    assert "    trainbus.train.CliTestTrainer" in out
     assert "ERROR" not in out, out
     assert "Traceback" not in err and "tensorflow" not in err.lower(), err
     assert info["elapsed"] < LIMIT_S, info
 
 
-def test_version_reads_metadata_only() -> None:
-    info, out, err = _blocked(["--version"])
+def test_version_reads_metadata_only(tmp_path: pathlib.Path) -> None:
+    info, out, err = _blocked(["--version"], env=_with_a_plugin(tmp_path))
     assert info["rc"] == 0, err
     assert info["tf"] == [] and info["plugins"] == [], info
     lines = out.splitlines()
     assert lines[0] == f"trainbus {__version__} (plugin API 1)"
-    assert "  trainbus-saver 0.1.0 (plugin API 1)" in lines
-    assert "  trainbus-trainers-single 0.1.0 (plugin API 1)" in lines
+    assert "  trainbus-clitest 0.4.0 (plugin API 1)" in lines
     from importlib.metadata import version
 
     assert lines[-1] == f"TensorFlow: tensorflow {version('tensorflow')}"
@@ -288,7 +300,6 @@ TF_AT_IMPORT = {
     "trainbus_hooks",  # _hooks.py:7 import tensorflow; CallbackToHook subclasses tf1.train.SessionRunHook
     "trainbus_inference",  # _runner.py:9 import tensorflow; :13-14 trainbus.input_source, trainbus.tfutils.tower
     "trainbus_sessinit",  # _restore.py:9 import tensorflow
-    "trainbus_trainers_single",  # __init__.py:7 from trainbus.tfutils.tower import ...
     "trainbus_trainers_multigpu",  # trainers.py:7 import tensorflow
     "trainbus_trainers_horovod",  # trainer.py:11 import tensorflow
     "trainbus_trainers_distributed",  # trainers.py:11 import tensorflow

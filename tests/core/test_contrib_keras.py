@@ -13,71 +13,14 @@ import tensorflow as tf
 import tf_keras as keras
 from trainbus.callbacks import Callback
 from trainbus.contrib.keras import KerasModel, KerasPhaseCallback, setup_keras_trainer
-from trainbus.dataflow import BatchData, DataFromList
 from trainbus.input_source import QueueInput
+from trainbus.testing import points_dataflow
 from trainbus.train import SimpleTrainer
+
+from kerasparts import SIG_IN, SIG_OUT, Record, model_func, stripe_batches
 
 tf1 = tf.compat.v1
 KL = keras.layers
-
-
-def stripes(n, seed):
-    """8x8 images whose bright band (rows 0-2, 3-5 or 6-7) is the class; one-hot labels."""
-    rng = np.random.RandomState(seed)
-    dps = []
-    for _ in range(n):
-        c = rng.randint(3)
-        im = rng.rand(8, 8, 1).astype("float32") * 0.2
-        im[[slice(0, 3), slice(3, 6), slice(6, 8)][c]] += 0.8
-        dps.append([im, np.eye(3, dtype="float32")[c]])
-    return dps
-
-
-def model_func(image):
-    M = keras.models.Sequential()
-    M.add(KL.InputLayer(input_tensor=image))
-    M.add(KL.Conv2D(4, 3, activation="relu", padding="same"))
-    M.add(KL.MaxPooling2D())
-    M.add(KL.Flatten())
-    M.add(KL.Dense(16, activation="relu", kernel_regularizer=keras.regularizers.l2(1e-4)))
-    # momentum 0.9: the moving statistics the validation tower uses settle within the few steps trained
-    M.add(KL.BatchNormalization(momentum=0.9))
-    M.add(KL.Dropout(0.3))
-    M.add(KL.Dense(3, activation="softmax"))
-    return M
-
-
-SIG_IN = [tf.TensorSpec([None, 8, 8, 1], tf.float32, "images")]
-SIG_OUT = [tf.TensorSpec([None, 3], tf.float32, "labels")]
-
-
-KEYS = ("validation_categorical_crossentropy", "validation_categorical_accuracy", "validation_total_loss",
-        "total_loss", "categorical_crossentropy", "categorical_accuracy", "regularize_cost")
-
-
-class Record(Callback):
-    """Keeps the monitors' latest scalars after each epoch, the graph's facts, the batch-norm
-    moving mean before and after training, and the callbacks the trainer runs."""
-
-    def __init__(self, keys=KEYS):
-        self.scalars = []
-        self.keys = keys
-
-    def _setup_graph(self):
-        g = self.graph
-        self.update_ops = g.get_collection(tf1.GraphKeys.UPDATE_OPS)
-        self.trainable = [v.name for v in g.get_collection(tf1.GraphKeys.TRAINABLE_VARIABLES)]
-        self.moving_mean = [v for v in tf1.global_variables() if "moving_mean" in v.name][0]
-        self.callbacks = list(self.trainer._callbacks)
-
-    def _before_train(self):
-        self.mean0 = self.trainer.sess.run(self.moving_mean)
-
-    def _trigger_epoch(self):
-        self.scalars.append({k: self.trainer.monitors.get_latest(k) for k in self.keys})
-
-    def _after_train(self):
-        self.mean1 = self.trainer.sess.run(self.moving_mean)
 
 
 def test_keras_model_fit_with_validation(tmp_path):
@@ -85,8 +28,8 @@ def test_keras_model_fit_with_validation(tmp_path):
 
     logger.set_logger_dir(str(tmp_path / "log"), action="d")
     tf1.set_random_seed(1)
-    train = BatchData(DataFromList(stripes(256, 0), shuffle=True), 16)
-    val = BatchData(DataFromList(stripes(64, 1), shuffle=False), 32)
+    train = stripe_batches(256, 0, 16)
+    val = stripe_batches(64, 1, 32)
     rec = Record()
     M = KerasModel(model_func, input_signature=SIG_IN, target_signature=SIG_OUT, input=QueueInput(train))
     M.compile(optimizer=tf1.train.AdamOptimizer(1e-2), loss="categorical_crossentropy",
@@ -154,7 +97,7 @@ def test_setup_keras_trainer_two_inputs_two_outputs():
     setup_keras_trainer(trainer, two_in_two_out,
                         [tf.TensorSpec([None, 3], tf.float32, "a"), tf.TensorSpec([None, 2], tf.float32, "b")],
                         [tf.TensorSpec([None, 1], tf.float32, "s"), tf.TensorSpec([None, 2], tf.float32, "c")],
-                        QueueInput(DataFromList(dps, shuffle=False)), tf1.train.AdamOptimizer(0.05),
+                        QueueInput(points_dataflow(dps)), tf1.train.AdamOptimizer(0.05),
                         ["mean_squared_error", "categorical_crossentropy"], ["binary_accuracy"])
     trainer.train_with_defaults(callbacks=[rec], steps_per_epoch=8, max_epoch=3, monitors=[], extra_callbacks=[])
     vals = np.array(rec.values)
@@ -167,7 +110,7 @@ def test_setup_keras_trainer_two_inputs_two_outputs():
 
 
 def test_errors_name_the_problem():
-    train = BatchData(DataFromList(stripes(32, 0), shuffle=False), 16)
+    train = stripe_batches(32, 0, 16)
     with pytest.raises(ValueError, match="target_signature is required"):
         KerasModel(model_func, input_signature=SIG_IN, input=train)
     with pytest.raises(ValueError, match="input= is required"):
@@ -198,30 +141,6 @@ def test_missing_tf_keras_says_what_to_install():
            "tools/build_wheels.sh, then pip install --find-links dist 'trainbus[keras]')" in out.stdout, out.stdout
 
 
-def test_two_towers_share_one_model_and_replicated_is_refused():
-    from trainbus.train import SyncMultiGPUTrainerParameterServer, SyncMultiGPUTrainerReplicated
-
-    train = BatchData(DataFromList(stripes(64, 0), shuffle=False), 16)
-    with tf.Graph().as_default() as g:
-        rec = Record(keys=("total_loss", "categorical_accuracy"))
-        M = KerasModel(model_func, SIG_IN, SIG_OUT, input=train, trainer=SyncMultiGPUTrainerParameterServer(2))
-        M.compile(optimizer=tf1.train.AdamOptimizer(1e-2), loss="categorical_crossentropy",
-                  metrics="categorical_accuracy")
-        M.fit(max_epoch=1, steps_per_epoch=2, callbacks=[rec])
-        # one set of Keras variables: the second tower called the first tower's model
-        names = sorted(v.op.name for v in g.get_collection(tf1.GraphKeys.TRAINABLE_VARIABLES))
-        assert names == ["batch_normalization/beta", "batch_normalization/gamma", "conv2d/bias", "conv2d/kernel",
-                         "dense/bias", "dense/kernel", "dense_1/bias", "dense_1/kernel"]
-        assert len(rec.update_ops) == 2                      # the main tower's batch-norm updates only
-        assert g.get_tensor_by_name("tower1/categorical_crossentropy:0") is not None
-        assert not np.allclose(rec.mean0, rec.mean1)
-        assert rec.scalars[0]["total_loss"] > 0
-    with tf.Graph().as_default():
-        M = KerasModel(model_func, SIG_IN, SIG_OUT, input=train, trainer=SyncMultiGPUTrainerReplicated(2))
-        with pytest.raises(TypeError, match="SyncMultiGPUTrainerParameterServer"):
-            M.compile(optimizer=tf1.train.AdamOptimizer(1e-2), loss="categorical_crossentropy")
-
-
 def test_multi_process_trainers_are_refused_by_the_stop_seam_they_implement():
     """A trainer that implements ``agree_stop`` (every process stops after the same step) is a
     multi-process strategy, whatever its class is called; the installed multi-process trainers
@@ -233,7 +152,7 @@ def test_multi_process_trainers_are_refused_by_the_stop_seam_they_implement():
         def agree_stop(self, cause):
             return False
 
-    train = BatchData(DataFromList(stripes(32, 0), shuffle=False), 16)
+    train = stripe_batches(32, 0, 16)
     with tf.Graph().as_default():
         with pytest.raises(TypeError, match=r"does not support multi-process trainers \(LockstepTrainer\)"):
             KerasModel(model_func, SIG_IN, SIG_OUT, input=train, trainer=LockstepTrainer())

@@ -166,8 +166,8 @@ def test_trigger_step_dispatch_keeps_pluggy_order_with_ambient_plugins():
 def test_stop_training_from_trigger_step_finalizes_every_callback(logdir):
     """``StopTraining`` raised by a ``_trigger_step`` (through the flat per-step dispatch) ends
     the loop after that step: no later step, no after_epoch/trigger_epoch for the partial epoch,
-    every callback's after_train exactly once (a ModelSaver's final checkpoint at that step),
-    train() returns normally."""
+    every callback's after_train exactly once (a final checkpoint at that step, as the saver
+    plugin writes), train() returns normally."""
     import trainbus.callbacks as C
     from trainbus.testing import HookRecorder, train_tiny
     from trainbus.train import StopTraining
@@ -180,7 +180,14 @@ def test_stop_training_from_trigger_step_finalizes_every_callback(logdir):
             if self.global_step == 11:  # epoch 2, local step 2
                 raise StopTraining("enough")
 
-    saver = C.ModelSaver(max_to_keep=0, checkpoint_dir=str(logdir))
+    class SaveAtEnd(C.Callback):
+        def _setup_graph(self):
+            self._saver = tf.compat.v1.train.Saver()
+
+        def _after_train(self):
+            self._saver.save(self.trainer.sess, str(logdir / "model"), global_step=self.global_step)
+
+    saver = SaveAtEnd()
     tr = train_tiny(callbacks=[before, StopAt(), after, saver], max_epoch=5, steps_per_epoch=8)
     assert (tr.epoch_num, tr.global_step, tr.local_step) == (2, 11, 2)
     for rec in (before, after):

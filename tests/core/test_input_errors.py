@@ -137,11 +137,11 @@ def test_a_bad_feed_of_another_callback_is_not_blamed_on_the_input(logdir):
 def test_a_good_run_after_the_checks_trains_as_before(logdir):
     """The same inputs, good datapoints only: every source trains, no error (a dataset ends with
     its dataflow, so TFDatasetInput reads it repeated)."""
-    from trainbus.dataflow import RepeatedData
+    from trainbus.testing import forever_dataflow
 
     for name, (make, _) in SOURCES.items():
         df = BadThird(GOOD)
-        trainer = _train(make(RepeatedData(df, -1) if name == "TFDatasetInput" else df))
+        trainer = _train(make(forever_dataflow(df) if name == "TFDatasetInput" else df))
         assert trainer.global_step == 8
 
 

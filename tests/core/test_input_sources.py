@@ -8,9 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import trainbus
-from trainbus.callbacks import Callback, InferenceRunner, ModelSaver, ScalarStats
-from trainbus.dataflow import DataFromList
+from trainbus.callbacks import Callback
 from trainbus.input_source import (
     BatchQueueInput,
     DummyConstantInput,
@@ -25,7 +23,7 @@ from trainbus.input_source import (
     build_or_reuse_placeholder,
     remap_input_source,
 )
-from trainbus.testing import TinyModel, tiny_dataflow
+from trainbus.testing import TinyModel, points_dataflow, tiny_dataflow
 from trainbus.train import SimpleTrainer, TrainConfig, launch_train_with_config
 
 tf1 = tf.compat.v1
@@ -49,7 +47,7 @@ def make_sources():
             lambda: tf.data.Dataset.from_tensor_slices((xs, ys)).batch(4).repeat()),
         "DummyConstantInput": lambda: DummyConstantInput([[4, 4], [4]]),
         "TensorInput": lambda: TensorInput(lambda: [tf.ones([4, 4]), tf.zeros([4], tf.int32)], size=8),
-        "BatchQueueInput": lambda: BatchQueueInput(DataFromList([[x, y] for x, y in zip(xs, ys)], shuffle=False), 4),
+        "BatchQueueInput": lambda: BatchQueueInput(points_dataflow([[x, y] for x, y in zip(xs, ys)]), 4),
     }
 
 
@@ -83,94 +81,6 @@ def test_signature_placeholders_exist_by_name_under_every_source(logdir, kind):
         assert x not in tower_inputs           # the model reads the queue/dataset/tensors
         assert isinstance(src, FeedfreeInput)
     assert trainer.global_step == 2
-
-
-def test_offline_predictor_of_the_trained_model_feeds_x_by_name(logdir):
-    trainer = SimpleTrainer()
-    launch_train_with_config(TrainConfig(model=TinyModel(), data=QueueInput(tiny_dataflow()), max_epoch=1,
-                                         steps_per_epoch=4, callbacks=[ModelSaver()], extra_callbacks=[],
-                                         monitors=[]), trainer)
-    ckpt = tf.train.latest_checkpoint(str(logdir))
-    reader = tf.train.load_checkpoint(ckpt)
-    w, b = reader.get_tensor("W"), reader.get_tensor("b")
-    assert not np.allclose(w, 0)
-    pred = trainbus.OfflinePredictor(trainbus.PredictConfig(
-        model=TinyModel(), session_init=trainbus.tfutils.sessinit.SmartInit(ckpt), input_names=["x"],
-        output_names=["logits"]))
-    assert [t.name for t in pred.input_tensors] == ["x:0"]
-    xs = np.random.RandomState(3).rand(5, 4).astype("float32")
-    np.testing.assert_allclose(pred(xs)[0], xs @ w + b, rtol=1e-5, atol=1e-6)
-
-
-# --- TensorInput with a tf.train queue pipeline, as the PTB language model reads its data ---
-
-BATCH, SEQ, VOCAB = 4, 5, 16
-
-
-def ptb_like_producer(raw, name):
-    """Cut ``raw`` (a token stream) into ``BATCH`` rows and step through them ``SEQ`` tokens
-    at a time; the step index comes from a ``range_input_producer`` queue."""
-    with tf1.name_scope(name):
-        data = tf.convert_to_tensor(raw, dtype=tf.int32)
-        batch_len = len(raw) // BATCH
-        data = tf.reshape(data[: BATCH * batch_len], [BATCH, batch_len])
-        epoch_size = (batch_len - 1) // SEQ
-        i = tf1.train.range_input_producer(epoch_size, shuffle=False).dequeue()
-        x = tf.strided_slice(data, [0, i * SEQ], [BATCH, (i + 1) * SEQ])
-        y = tf.strided_slice(data, [0, i * SEQ + 1], [BATCH, (i + 1) * SEQ + 1])
-        x.set_shape([BATCH, SEQ])
-        y.set_shape([BATCH, SEQ])
-        return [x, y]
-
-
-class NextTokenModel(trainbus.ModelDesc):
-    def inputs(self):
-        return [tf.TensorSpec([None, SEQ], tf.int32, "input"), tf.TensorSpec([None, SEQ], tf.int32, "nextinput")]
-
-    def build_graph(self, x, y):
-        emb = tf1.get_variable("emb", [VOCAB, 8], initializer=tf1.random_uniform_initializer(-0.1, 0.1, seed=1))
-        w = tf1.get_variable("W", [8, VOCAB], initializer=tf1.zeros_initializer())
-        logits = tf.matmul(tf.reshape(tf.nn.embedding_lookup(emb, x), [-1, 8]), w)
-        return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-            labels=tf.reshape(y, [-1]), logits=logits), name="cost")
-
-    def optimizer(self):
-        return tf1.train.GradientDescentOptimizer(0.5)
-
-
-class RecordFirstTokens(Callback):
-    def _setup_graph(self):
-        self._x = self.trainer.towers.training()[0].get_tensor("input")
-
-    def _before_train(self):
-        self.tokens = []
-
-    def _before_run(self, ctx):
-        return [self._x]
-
-    def _after_run(self, ctx, values):
-        self.tokens.append(int(values.results[0][0, 0]))
-
-
-def test_tensor_input_trains_from_a_tf_train_queue_and_stops_its_runners(logdir):
-    raw_train = np.arange(4 * 21) % VOCAB           # 21 tokens per row: 4 steps of 5 per epoch
-    raw_val = (np.arange(4 * 11) * 3) % VOCAB
-    train_in = TensorInput(lambda: ptb_like_producer(raw_train, "train_data"), size=4)
-    val_in = TensorInput(lambda: ptb_like_producer(raw_val, "val_data"), size=2)
-    rec = RecordFirstTokens()
-    trainer = SimpleTrainer()
-    launch_train_with_config(TrainConfig(model=NextTokenModel(), data=train_in, max_epoch=2, callbacks=[
-        rec, InferenceRunner(val_in, [ScalarStats("cost")])], extra_callbacks=[]), trainer)
-
-    assert trainer.global_step == 8
-    assert rec.tokens == [0, 5, 10, 15] * 2          # the queue's steps in order, twice
-    assert len(trainer.monitors.get_history("validation_cost")) == 2
-    # each source starts only the runners its own tensors read from
-    (qr_train,), (qr_val,) = train_in.queue_runners(), val_in.queue_runners()
-    assert "train_data/" in qr_train.queue.queue_ref.op.name and "val_data/" in qr_val.queue.queue_ref.op.name
-    assert len(trainer.graph.get_collection(tf1.GraphKeys.QUEUE_RUNNERS)) == 2
-    threads = train_in.queue_runner_threads + val_in.queue_runner_threads
-    assert threads and not [t for t in threads if t.is_alive()]
 
 
 def test_tensor_input_starts_runners_of_queues_feeding_queues():
@@ -236,7 +146,7 @@ def test_build_or_reuse_placeholder():
 def test_batch_queue_input_dequeues_batches_of_single_datapoints():
     xs, ys = tiny_arrays(12)
     with tf.Graph().as_default() as g:
-        src = BatchQueueInput(DataFromList([[x, y] for x, y in zip(xs, ys)], shuffle=False), 3)
+        src = BatchQueueInput(points_dataflow([[x, y] for x, y in zip(xs, ys)]), 3)
         assert src.size() == 4
         src.setup([tf.TensorSpec([None, 4], tf.float32, "x"), tf.TensorSpec([None], tf.int32, "y")])
         bx, by = src.get_input_tensors()
@@ -360,16 +270,15 @@ def test_queue_input_names_the_component_whose_shape_does_not_match():
 
     import pytest
 
-    from trainbus.dataflow import BatchData, DataFromList
-    from trainbus.testing import TinyModel
+    from trainbus.testing import TinyModel, batch_dataflow
     from trainbus.train import SimpleTrainer, TrainConfig, launch_train_with_config
 
     rng = np.random.RandomState(0)
-    df = BatchData(DataFromList([[rng.rand(4).astype("float32"), np.array([i % 3], "int32")] for i in range(16)],
-                                shuffle=False), 4)  # labels of shape (4, 1); the model wants (None,)
+    df = batch_dataflow([rng.rand(16, 4).astype("float32"), (np.arange(16) % 3).astype("int32")[:, None]], 4)
+    # labels of shape (4, 1); the model wants (None,)
     config = TrainConfig(model=TinyModel(), data=QueueInput(df), max_epoch=1, steps_per_epoch=2, callbacks=[],
-                         monitors=[])
+                         extra_callbacks=[], monitors=[])
     with pytest.raises(ValueError, match=re.escape("QueueInput: component 1 ('y') of a datapoint from the dataflow "
-                                                   "BatchData has shape (4, 1), but the input signature expects "
+                                                   "Batches has shape (4, 1), but the input signature expects "
                                                    "(None,)")):
         launch_train_with_config(config, SimpleTrainer())

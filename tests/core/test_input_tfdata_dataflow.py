@@ -8,9 +8,9 @@ import pytest
 import tensorflow as tf
 
 from trainbus.callbacks import Callback
-from trainbus.dataflow import DataFlow, RepeatedData
+from trainbus.dataflow import DataFlow
 from trainbus.input_source import TFDatasetInput
-from trainbus.testing import TinyModel, tiny_dataflow
+from trainbus.testing import TinyModel, forever_dataflow, tiny_dataflow
 from trainbus.train import SimpleTrainer, TrainConfig, launch_train_with_config
 
 tf1 = tf.compat.v1
@@ -65,7 +65,7 @@ def _train(src, max_epoch, steps_per_epoch=None, callbacks=()):
 
 def test_tf_dataset_input_trains_on_a_dataflow_in_order(logdir):
     df = Counted()
-    src = TFDatasetInput(RepeatedData(df, -1))
+    src = TFDatasetInput(forever_dataflow(df))
     rec = SeenBatches()
     trainer = _train(src, max_epoch=2, steps_per_epoch=len(df), callbacks=[rec])
     want = list(tiny_dataflow())

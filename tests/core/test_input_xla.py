@@ -104,9 +104,9 @@ SOURCES = {
 
 
 def _repeated(df):
-    from trainbus.dataflow import RepeatedData
+    from trainbus.testing import forever_dataflow
 
-    return RepeatedData(df, -1)
+    return forever_dataflow(df)
 
 
 @pytest.mark.parametrize("kind", list(SOURCES))
@@ -117,7 +117,7 @@ def test_xla_compiled_step_trains_with_every_input_source(logdir, tmp_path, kind
     trainer.XLA_COMPILE = True
     try:
         launch_train_with_config(TrainConfig(model=TinyModel(lr=0.5), data=src, max_epoch=EPOCHS,
-                                             steps_per_epoch=STEPS, callbacks=[rec], monitors=[]), trainer)
+                                             steps_per_epoch=STEPS, callbacks=[rec], extra_callbacks=[], monitors=[]), trainer)
     finally:
         if cleanup is not None:
             cleanup()

@@ -6,7 +6,6 @@ import pytest
 import tensorflow as tf
 
 import trainbus
-import trainbus.graph_builder
 import trainbus.train
 from trainbus.tfutils.tower import TowerContext, TrainTowerContext
 from trainbus.train.model_desc import InputDesc, ModelDesc, ModelDescBase
@@ -33,12 +32,8 @@ class SpecModel(ModelDesc):
 
 
 def test_the_same_classes_under_every_path():
-    assert trainbus.ModelDesc is trainbus.train.ModelDesc is trainbus.graph_builder.ModelDesc is ModelDesc
-    assert trainbus.ModelDescBase is trainbus.train.ModelDescBase is trainbus.graph_builder.ModelDescBase
-    assert trainbus.graph_builder.InputDesc is InputDesc
-    import trainbus.graph_builder.model_desc as gm
-
-    assert gm.ModelDesc is ModelDesc
+    assert trainbus.ModelDesc is trainbus.train.ModelDesc is ModelDesc
+    assert trainbus.ModelDescBase is trainbus.train.ModelDescBase is ModelDescBase
 
 
 def test_signature_from_tensor_specs_is_computed_once_in_its_own_graph():

@@ -10,9 +10,8 @@ import pytest
 import tensorflow as tf
 
 from trainbus.callbacks import Callback
-from trainbus.dataflow import BatchData, DataFromGenerator, DataFromList, FakeData, MapData, RNGDataFlow
 from trainbus.input_source import DummyConstantInput, FeedInput, QueueInput, StagingInput, TFDatasetInput
-from trainbus.testing import TinyModel, tiny_dataflow, train_tiny
+from trainbus.testing import TinyModel, generator_dataflow, tiny_dataflow, train_tiny
 from trainbus.utils import logger
 
 tf1 = tf.compat.v1
@@ -20,31 +19,6 @@ tf1 = tf.compat.v1
 
 def _var(name):
     return [v for v in tf1.global_variables() if v.op.name == name][0]
-
-
-def test_dataflows():
-    ds = DataFromList([[i, i * 2] for i in range(10)], shuffle=False)
-    assert list(ds) == [[i, i * 2] for i in range(10)] and len(ds) == 10
-    b = BatchData(ds, 4)
-    assert len(b) == 2 and [x[0].tolist() for x in b] == [[0, 1, 2, 3], [4, 5, 6, 7]]
-    br = BatchData(ds, 4, remainder=True)
-    assert len(br) == 3 and list(br)[-1][0].tolist() == [8, 9]
-    m = MapData(ds, lambda dp: None if dp[0] % 2 else [dp[0] + 100])
-    assert [x[0] for x in m] == [100, 102, 104, 106, 108]
-    g = DataFromGenerator(lambda: iter([[1], [2]]), size=2)
-    assert list(g) == [[1], [2]] and list(g) == [[1], [2]] and len(g) == 2
-    f = FakeData([[2, 3], [1]], size=5, dtype=["float32", "int32"], domain=[(0, 1), (5, 6)])
-    f.reset_state()
-    dps = list(f)
-    assert len(dps) == 5 and dps[0][0].shape == (2, 3) and dps[0][1].dtype == np.int32 and 5 <= dps[0][1][0] <= 6
-    shuffled = DataFromList(list(range(20)), shuffle=True)
-    shuffled.reset_state()
-    assert sorted(shuffled) == list(range(20))
-    assert isinstance(shuffled, RNGDataFlow)
-    with pytest.raises(ValueError, match="batch_size"):
-        BatchData(ds, 0)
-    with pytest.raises(TypeError, match="no length"):
-        len(DataFromGenerator(lambda: iter([])))
 
 
 class DuckFlow:
@@ -100,7 +74,7 @@ def test_queue_input_thread_failure_propagates():
         raise IOError("disk on fire")
 
     with pytest.raises(IOError, match="disk on fire"):
-        train_tiny([], dataflow=DataFromGenerator(broken, size=100), feed=False, max_epoch=2, steps_per_epoch=50)
+        train_tiny([], dataflow=generator_dataflow(broken, size=100), feed=False, max_epoch=2, steps_per_epoch=50)
 
 
 def test_dataflow_error_in_feed_input_propagates():
@@ -109,7 +83,7 @@ def test_dataflow_error_in_feed_input_propagates():
         raise ValueError("bad record 2")
 
     with pytest.raises(ValueError, match="bad record 2"):
-        train_tiny([], dataflow=DataFromGenerator(broken, size=10), max_epoch=1)
+        train_tiny([], dataflow=generator_dataflow(broken, size=10), max_epoch=1)
 
 
 def test_towers_and_get_predictor():

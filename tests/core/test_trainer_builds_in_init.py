@@ -58,7 +58,7 @@ def test_trainer_building_in_its_init_trains_with_eager_execution_on():
                 for v in tf1.global_variables():
                     seen[v.op.name] = self.trainer.sess.run(v)
 
-    trainer.train_with_defaults(steps_per_epoch=3, max_epoch=2, callbacks=[ReadWeights()], monitors=[])
+    trainer.train_with_defaults(steps_per_epoch=3, max_epoch=2, callbacks=[ReadWeights()], extra_callbacks=[], monitors=[])
     assert trainer.global_step == 6
     # both optimizers ran: each set of weights moved away from its initial ones
     assert not np.allclose(seen["gen/W"], 1.0) and not np.allclose(seen["discrim/W"], 1.0)

@@ -67,7 +67,7 @@ def test_dry_run_prints_the_plan_and_trains_nothing(valid_file, tmp_path) -> Non
 
     assert "tinyrun:LinearNet(lr=0.05)" in row("model")
     assert "tinyrun:make_data(n=64, batch=8)" in row("data") and "not called in a dry run" in row("data")
-    assert "SimpleTrainer()" in row("trainer") and "trainbus-trainers-single 0.1.0" in row("trainer")
+    assert "SimpleTrainer()" in row("trainer") and "trainbus 0.1.0 (core)" in row("trainer")
     assert "ModelSaver(max_to_keep=2)" in row("callbacks[0]") and "trainbus-saver 0.1.0" in row("callbacks[0]")
     assert "PeriodicTrigger(triggerable=trainbus.testing:HookRecorder(tag='every2'), every_k_steps=2)" in row("callbacks[1]")
     assert "trainbus 0.1.0 (core)" in row("callbacks[1]")

@@ -40,7 +40,7 @@ def test_build_wheels_then_standard_bundle_trains_by_name(wheelhouse, fresh_venv
     venv = fresh_venv("standard")
     assert venv.distributions() == {}
     venv.install("trainbus[standard]")  # --no-index: the wheelhouse alone
-    assert "trainbus-saver" in venv.distributions() and "trainbus-trainers-single" in venv.distributions()
+    assert "trainbus-saver" in venv.distributions() and "trainbus-sessinit" in venv.distributions()
     logdir = tmp_path / "log"
     run = tmp_path / "run.toml"
     run.write_text(
@@ -104,11 +104,11 @@ def test_missing_plugin_hints_work_as_printed(wheelhouse, fresh_venv, tmp_path) 
     assert venv.py("from trainbus.callbacks import InferenceRunner; print(InferenceRunner.__name__)").stdout.strip() \
         == "InferenceRunner"
     # the bundle hint of another missing name, followed literally (its quoting included)
-    msg = _missing(venv, "trainbus.train", "SimpleTrainer")
+    msg = _missing(venv, "trainbus.callbacks", "ModelSaver")
     bundle_cmd = next(m.group(0) for m in CHECKOUT_CMD.finditer(msg) if "trainbus[" in m.group(0))
     assert bundle_cmd == "pip install --find-links dist 'trainbus[standard]'", msg
     _follow(venv, bundle_cmd, checkout)
-    assert "trainbus-trainers-single" in venv.distributions()
+    assert "trainbus-saver" in venv.distributions()
     venv.py("from trainbus.train import SimpleTrainer; from trainbus.callbacks import ModelSaver")
     # the plain form, where an index serves the distributions (here: the wheelhouse as find-links)
     other = fresh_venv("plain")
@@ -224,7 +224,7 @@ def test_bundle_defaults_and_extra_hints_work_as_printed(wheelhouse, fresh_venv,
     assert bundle_cmds == ["pip install --find-links dist 'trainbus[standard]'"], none_line
     _follow(venv, bundle_cmds[0], checkout)
     members = {"trainbus-saver", "trainbus-param", "trainbus-inference", "trainbus-sessinit",
-               "trainbus-trainers-single", "trainbus-dataflow"}
+               "trainbus-dataflow"}
     assert members <= set(venv.distributions()), venv.distributions()
     listing = venv.run(trainbus_cmd, "plugins").stdout
     assert "trainbus-saver 0.1.0  [bundle: standard]" in listing, listing

@@ -3,7 +3,7 @@ pluggy event bus whose callbacks, monitors, trainers and session initializers ar
 
 ``import trainbus`` imports no TensorFlow. Names are found lazily: the core's own
 (``trainbus.ModelDesc``, ``trainbus.TrainConfig``, ``trainbus.Callback``, ...) and every
-name an installed plugin provides (``trainbus.ModelSaver``, ``trainbus.SimpleTrainer``,
+name an installed plugin provides (``trainbus.ModelSaver``, ``trainbus.SyncMultiGPUTrainer``,
 ``trainbus.SmartInit``, ...).
 """
 
@@ -38,6 +38,7 @@ _LAZY = {
     "TowerTrainer": "trainbus.train", "SingleCostTrainer": "trainbus.train", "TrainConfig": "trainbus.train",
     "AutoResumeTrainConfig": "trainbus.train", "launch_train_with_config": "trainbus.train",
     "DEFAULT_CALLBACKS": "trainbus.train", "DEFAULT_MONITORS": "trainbus.train",
+    "SimpleTrainer": "trainbus.train", "NoOpTrainer": "trainbus.train", "QueueInputTrainer": "trainbus.train",
     "Callback": "trainbus.callbacks", "ProxyCallback": "trainbus.callbacks", "CallbackFactory": "trainbus.callbacks",
     "Callbacks": "trainbus.callbacks", "PeriodicTrigger": "trainbus.callbacks", "PeriodicCallback": "trainbus.callbacks",
     "EnableCallbackIf": "trainbus.callbacks", "MonitorBase": "trainbus.callbacks", "Monitors": "trainbus.callbacks",
@@ -61,7 +62,10 @@ _plugin_getattr, _plugin_dir = _registry.make_module_getattr(__name__, _registry
 #: star import binds them (a later one wins a name two of them export)
 _STAR_MODULES = ("utils", "dataflow", "models", "callbacks", "tfutils", "train", "input_source", "predict")
 #: module names tensorpack's star import also binds
-_STAR_EXTRA = ("compat", "graph_builder", "tfv1")
+_STAR_EXTRA = ("compat", "tfv1")
+#: ... and those a plugin distribution provides, bound when it is installed (``graph_builder``:
+#: trainbus-trainers-multigpu)
+_STAR_PLUGIN_MODULES = ("graph_builder",)
 
 _modpaths.install()
 
@@ -75,7 +79,9 @@ _STAR: list[Any] = [None, (), {}]
 def _star_table() -> tuple[tuple[str, ...], dict[str, str]]:
     scan = _registry.scan()
     if _STAR[0] is not scan:
-        names = dict.fromkeys([*_CORE_ALL, *_STAR_MODULES, *_STAR_EXTRA, *_LAZY])
+        declared = _modpaths.declared_modules()
+        plugin_modules = [m for m in _STAR_PLUGIN_MODULES if f"{__name__}.{m}" in declared]
+        names = dict.fromkeys([*_CORE_ALL, *_STAR_MODULES, *_STAR_EXTRA, *plugin_modules, *_LAZY])
         owners: dict[str, str] = {}
         for sub in _STAR_MODULES:
             exported = importlib.import_module(f"{__name__}.{sub}").__all__

@@ -1,7 +1,7 @@
 """``trainbus new-plugin NAME``: write a plugin distribution to start from.
 
-The result installs with ``pip install -e <dir>`` and, with its ``test`` extra (pytest and the
-trainer its tests use, ``trainbus-trainers-single``), passes its own tests: a callback, a
+The result installs with ``pip install -e <dir>`` and, with its ``test`` extra (pytest; the
+trainer its tests use, ``SimpleTrainer``, is the core's), passes its own tests: a callback, a
 monitor, the entry points that make them ``trainbus.callbacks.<Name>``, the plugin API keyword,
 a conformance test (``trainbus.testing.check_distribution``) and a real training test.
 """
@@ -53,9 +53,9 @@ keywords = ["trainbus-plugin"]
 dependencies = ["trainbus>=0.1,<0.2"]
 
 [project.optional-dependencies]
-# what tests/ needs beyond the dependencies: pytest, and the trainer its training test runs
-# (trainbus.testing.train_tiny uses SimpleTrainer, from trainbus-trainers-single)
-test = ["pytest>=8", "trainbus-trainers-single>=0.1,<0.2"]
+# what tests/ needs beyond the dependencies: pytest (the trainer its training test runs,
+# SimpleTrainer in trainbus.testing.train_tiny, is part of trainbus itself)
+test = ["pytest>=8"]
 
 # the trainbus plugin API versions it is written for: one entry per version (the value is
 # the package; it is not imported)
@@ -192,7 +192,7 @@ def test_bad_prefix_is_refused_at_construction():
 
 _README = '''# {dist}
 
-A trainbus plugin distribution (it needs `trainbus` installed; its tests also need `trainbus-trainers-single`).
+A trainbus plugin distribution (it needs `trainbus` installed; its tests also need `pytest`).
 
 | name | kind | what it does |
 | --- | --- | --- |
@@ -219,7 +219,7 @@ config = TrainConfig(..., callbacks=[cbs.{callback}()], monitors=[cbs.{monitor}(
 ## Test
 
 ```bash
-pip install -e ".[test]"    # pytest and trainbus-trainers-single (the trainer of the training test)
+pip install -e ".[test]"    # pytest (the trainer of the training test comes with trainbus)
 pytest
 ```
 

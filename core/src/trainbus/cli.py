@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.machinery
-import importlib.metadata
 import importlib.util
 import os
 import pathlib
@@ -306,11 +305,6 @@ def cmd_new_plugin(args: argparse.Namespace) -> int:
     # own directory (its pyproject holds their pytest configuration)
     where = shlex.quote(str(root))
     print(f"next: pip install -e {shlex.quote(f'{root}[test]')} && (cd {where} && pytest)")
-    try:
-        importlib.metadata.distribution("trainbus-trainers-single")
-    except importlib.metadata.PackageNotFoundError:
-        print("  (the test extra needs trainbus-trainers-single, which is not installed here: from a trainbus "
-              "checkout, run tools/build_wheels.sh there and add --find-links <checkout>/dist to that pip install)")
     return 0
 
 

@@ -1,6 +1,8 @@
 """Helpers for testing trainbus plugins and callbacks (import ``trainbus.testing``).
 
 * :class:`TinyModel` / :func:`tiny_dataflow` / :func:`train_tiny`: a real (small) training run;
+* :func:`points_dataflow` / :func:`batch_dataflow` / :func:`generator_dataflow` /
+  :func:`forever_dataflow`: dataflows of given datapoints, arrays or generators, from the core alone;
 * :class:`HookRecorder`: a callback that records every hook it receives, in order;
 * :class:`RecordingMonitor`: a monitor that keeps everything it receives;
 * :func:`check_distribution`: the conformance check of a plugin distribution.
@@ -8,7 +10,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -16,29 +18,76 @@ from trainbus.callbacks.base import Callback
 from trainbus.callbacks.monitor import MonitorBase
 from trainbus.exceptions import PluginLoadError
 
-__all__ = ["TinyModel", "tiny_dataflow", "train_tiny", "HookRecorder", "RecordingMonitor", "check_distribution",
+__all__ = ["TinyModel", "tiny_dataflow", "points_dataflow", "batch_dataflow", "generator_dataflow",
+           "forever_dataflow", "train_tiny", "HookRecorder", "RecordingMonitor", "check_distribution",
            "DistributionCheckError"]
+
+
+def generator_dataflow(make: Callable[[], Iterable[Any]], size: int | None = None) -> Any:
+    """A dataflow whose every pass iterates ``make()``; ``len()`` is ``size`` (without it: no
+    length, ``NotImplementedError``). The core's ``DataFlow`` alone: what ``DataFromGenerator``
+    gives, without ``trainbus-dataflow``."""
+    from trainbus.dataflow import DataFlow
+
+    class Generated(DataFlow):
+        def __len__(self) -> int:
+            if size is None:
+                return super().__len__()
+            return size
+
+        def __iter__(self) -> Any:
+            yield from make()
+
+    return Generated()
+
+
+def points_dataflow(points: Sequence[Any]) -> Any:
+    """A dataflow of these datapoints, in order, the same every pass (what
+    ``DataFromList(points, shuffle=False)`` gives, without ``trainbus-dataflow``)."""
+    points = list(points)
+    return generator_dataflow(lambda: iter(points), len(points))
+
+
+def forever_dataflow(df: Any) -> Any:
+    """``df`` pass after pass without end (what ``RepeatedData(df, -1)`` gives, without
+    ``trainbus-dataflow``)."""
+    import itertools
+
+    return generator_dataflow(lambda: itertools.chain.from_iterable(itertools.repeat(df)))
+
+
+def batch_dataflow(arrays: Sequence[Any], batch: int, remainder: bool = False) -> Any:
+    """A dataflow of batches ``[a[k:k + batch] for a in arrays]`` (fresh copies each pass), in
+    order, the same every pass; ``remainder`` keeps a last, smaller batch (the core's
+    ``DataFlow`` alone: what ``BatchData(DataFromList(...), batch)`` gives, without
+    ``trainbus-dataflow``)."""
+    from trainbus.dataflow import DataFlow
+
+    arrays = [np.asarray(a) for a in arrays]
+    n = len(arrays[0])
+    if any(len(a) != n for a in arrays):
+        raise ValueError(f"batch_dataflow: the arrays have different lengths {[len(a) for a in arrays]}")
+    starts = range(0, n - (0 if remainder else batch - 1), batch)
+
+    class Batches(DataFlow):
+        def __len__(self) -> int:
+            return len(starts)
+
+        def __iter__(self) -> Any:
+            for k in starts:
+                yield [a[k:k + batch].copy() for a in arrays]
+
+    return Batches()
 
 
 def tiny_dataflow(n: int = 32, batch: int = 4, dim: int = 4, classes: int = 3, seed: int = 0) -> Any:
     """A deterministic dataflow of ``n // batch`` batches ``[x (batch, dim) float32, y (batch,) int32]``,
     the same every pass. Made from the core's ``DataFlow`` alone, so a plugin's tests need no
     other distribution for it."""
-    from trainbus.dataflow import DataFlow
-
     rng = np.random.RandomState(seed)
     xs = rng.rand(n, dim).astype("float32")
     ys = (xs.sum(axis=1) * classes / dim).astype("int32").clip(0, classes - 1)
-
-    class TinyBatches(DataFlow):
-        def __len__(self) -> int:
-            return n // batch
-
-        def __iter__(self) -> Any:
-            for k in range(n // batch):
-                yield [xs[k * batch:(k + 1) * batch].copy(), ys[k * batch:(k + 1) * batch].copy()]
-
-    return TinyBatches()
+    return batch_dataflow([xs, ys], batch)
 
 
 def _tiny_model_class() -> type:
@@ -97,7 +146,7 @@ def train_tiny(callbacks: Sequence[Callback] = (), monitors: Sequence[MonitorBas
     from trainbus.train.interface import launch_train_with_config
 
     if trainer is None:
-        from trainbus.train import SimpleTrainer  # type: ignore[attr-defined]
+        from trainbus.train.simple import SimpleTrainer
 
         trainer = SimpleTrainer()
     ds = dataflow if dataflow is not None else tiny_dataflow()

@@ -267,3 +267,17 @@ def test_non_main_towers_do_not_duplicate_update_ops_or_summaries(logdir):
     assert len(names) == 1 and names[0].startswith("tower0/")
     # the towers were still all built
     assert len(tr.towers.training()) == 3 and tr.graph.get_operation_by_name("tower2/fake_update")
+
+
+def test_the_multi_device_trainers_build_from_the_cores_graph_builder():
+    """The trainers of this distribution and of trainbus-trainers-distributed build from
+    ``trainbus.graph_builder`` itself (no copy of their own)."""
+    import importlib.util
+
+    import trainbus.graph_builder as gb
+    import trainbus_trainers_distributed.trainers as dist
+    import trainbus_trainers_multigpu.trainers as multi
+
+    assert multi.SyncMultiGPUReplicatedBuilder is gb.SyncMultiGPUReplicatedBuilder
+    assert dist.DataParallelBuilder is gb.DataParallelBuilder
+    assert importlib.util.find_spec("trainbus_trainers_multigpu._build") is None

@@ -11,7 +11,7 @@ from trainbus.tfutils.tower import TowerFunc
 from trainbus.train.tower import SingleCostTrainer
 from trainbus.utils import logger
 
-from trainbus.graph_builder import (
+from trainbus_trainers_multigpu.graph_builder import (
     AsyncMultiGPUBuilder,
     SyncMultiGPUParameterServerBuilder,
     SyncMultiGPUReplicatedBuilder,

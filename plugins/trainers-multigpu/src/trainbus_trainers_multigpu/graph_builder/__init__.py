@@ -1,21 +1,25 @@
 """Graph building for multi-device training: the data-parallel builders
 (:class:`DataParallelBuilder` and the synchronous/asynchronous ones), device placement
 (:class:`LeastLoadedDeviceSetter`, :class:`OverrideCachingDevice`), local variables
-(:func:`override_to_local_variable`) and gradient all-reduce/aggregation. The multi-device
-trainer plugins build their graphs from these.
+(:func:`override_to_local_variable`) and gradient all-reduce/aggregation. The trainers of
+this distribution and of ``trainbus-trainers-distributed`` build their graphs from these.
+
+Imported as ``trainbus.graph_builder`` (tensorpack's path; entry point group
+``trainbus.modules``), its submodules as ``trainbus.graph_builder.utils`` and so on: the same
+module objects as under ``trainbus_trainers_multigpu.graph_builder``.
 """
 
 from __future__ import annotations
 
-from trainbus.graph_builder.model_desc import InputDesc, ModelDesc, ModelDescBase
-from trainbus.graph_builder.training import (
+from trainbus_trainers_multigpu.graph_builder.model_desc import InputDesc, ModelDesc, ModelDescBase
+from trainbus_trainers_multigpu.graph_builder.training import (
     AsyncMultiGPUBuilder,
     DataParallelBuilder,
     GraphBuilder,
     SyncMultiGPUParameterServerBuilder,
     SyncMultiGPUReplicatedBuilder,
 )
-from trainbus.graph_builder.utils import (
+from trainbus_trainers_multigpu.graph_builder.utils import (
     VARIABLE_OP_TYPES,
     GradientPacker,
     LeastLoadedDeviceSetter,

@@ -1,10 +1,9 @@
-"""trainbus.graph_builder on logical CPU devices: DataParallelBuilder as tensorpack's GAN
-example calls it, the Sync/Async builders' results against single-device arithmetic, and the
-placement, local-variable and gradient helpers."""
+"""trainbus.graph_builder (this distribution's ``graph_builder``, under tensorpack's path) on
+logical CPU devices: DataParallelBuilder as tensorpack's GAN example calls it, the Sync/Async
+builders' results against single-device arithmetic, and the placement, local-variable and
+gradient helpers."""
 
 from __future__ import annotations
-
-import importlib.util
 
 import numpy as np
 import pytest
@@ -12,7 +11,6 @@ import tensorflow as tf
 
 import trainbus
 import trainbus.graph_builder as gb
-from trainbus.dataflow import BatchData, DataFromList
 from trainbus.graph_builder import (
     AsyncMultiGPUBuilder,
     DataParallelBuilder,
@@ -28,6 +26,7 @@ from trainbus.graph_builder import (
     split_grad_list,
 )
 from trainbus.input_source import QueueInput, StagingInput
+from trainbus.testing import batch_dataflow
 from trainbus.tfutils.sesscreate import NewSessionCreator
 from trainbus.tfutils.summary import MOVING_SUMMARY_OPS_KEY, add_moving_summary
 from trainbus.tfutils.tower import TowerFunc, get_current_tower_context
@@ -111,7 +110,7 @@ class MultiTowerGANTrainer(TowerTrainer):
 def real_points(n=64, batch=8):
     rng = np.random.RandomState(0)
     pts = (rng.randn(n, 2) * 0.3 + 2.0).astype("float32")
-    return BatchData(DataFromList([[p] for p in pts], shuffle=False), batch)
+    return batch_dataflow([pts], batch)
 
 
 def test_gan_example_multi_tower_trainer_trains_on_cpu_towers(logdir):
@@ -367,16 +366,24 @@ def test_gradient_lists_reduce_and_pack():
     np.testing.assert_array_equal(r[4][1], np.ones(2000, "float32"))
 
 
-def test_public_names_and_the_plugins_build_from_them():
+def test_public_names():
     for name in ["ModelDesc", "ModelDescBase", "InputDesc", "DataParallelBuilder", "SyncMultiGPUParameterServerBuilder",
                  "SyncMultiGPUReplicatedBuilder", "AsyncMultiGPUBuilder", "LeastLoadedDeviceSetter",
                  "override_to_local_variable", "allreduce_grads", "aggregate_grads", "OverrideCachingDevice",
                  "merge_grad_list", "split_grad_list", "GradientPacker"]:
         assert name in gb.__all__ and getattr(gb, name) is not None
     assert trainbus.graph_builder is gb
-    import trainbus_trainers_distributed.trainers as dist
-    import trainbus_trainers_multigpu.trainers as multi
 
-    assert multi.SyncMultiGPUReplicatedBuilder is gb.SyncMultiGPUReplicatedBuilder
-    assert dist.DataParallelBuilder is gb.DataParallelBuilder
-    assert importlib.util.find_spec("trainbus_trainers_multigpu._build") is None
+
+def test_tensorpacks_paths_give_this_distributions_modules_and_the_cores_model_desc():
+    import trainbus_trainers_multigpu.graph_builder as real
+    from trainbus.train.model_desc import InputDesc, ModelDesc, ModelDescBase
+
+    import trainbus.graph_builder.distributed
+    import trainbus.graph_builder.model_desc as gm
+    import trainbus.graph_builder.utils as gu
+
+    assert gb is real and gu is real.utils and trainbus.graph_builder.distributed.__all__ == []
+    assert gb.ModelDesc is gm.ModelDesc is trainbus.ModelDesc is ModelDesc
+    assert gb.ModelDescBase is ModelDescBase and gb.InputDesc is InputDesc
+

@@ -13,8 +13,8 @@ import tensorflow as tf
 
 import trainbus
 from trainbus.callbacks import ClassificationError, InferenceRunner, ScalarStats
-from trainbus.dataflow import BatchData, DataFromList
 from trainbus.input_source import FeedInput, QueueInput
+from trainbus.testing import batch_dataflow
 from trainbus.tfutils.summary import MOVING_SUMMARY_OPS_KEY, add_moving_summary
 from trainbus.tfutils.tower import PredictTowerContext, TowerContext, TrainTowerContext, tower_freeze_keys
 from trainbus.train import SimpleTrainer, TrainConfig, launch_train_with_config
@@ -24,7 +24,7 @@ tf1 = tf.compat.v1
 FROZEN = (tf1.GraphKeys.SUMMARIES, MOVING_SUMMARY_OPS_KEY, tf1.GraphKeys.UPDATE_OPS)
 
 
-DIGITS = Path(__file__).resolve().parents[2] / "examples" / "data" / "digits.npz"
+DIGITS = Path(__file__).resolve().parents[3] / "examples" / "data" / "digits.npz"
 
 
 def digits(split: str, batch: int = 32):
@@ -32,7 +32,7 @@ def digits(split: str, batch: int = 32):
         x = (d["images"] / 16.0).astype("float32")[..., None]
         y = d["labels"].astype("int32")
     sl = slice(0, 1400) if split == "train" else slice(1400, 1720)
-    return BatchData(DataFromList([[a, b] for a, b in zip(x[sl], y[sl])], shuffle=False), batch, remainder=False)
+    return batch_dataflow([x[sl], y[sl]], batch)
 
 
 class SummarizingModel(trainbus.ModelDesc):
@@ -148,7 +148,8 @@ def test_predictors_add_nothing_to_the_training_collections(logdir):
             self.out = self.pred(np.zeros((2, 8, 8, 1), "float32"))[0]
 
     cb = BuildPredictors()
-    config = TrainConfig(model=model, data=FeedInput(digits("train")), max_epoch=1, steps_per_epoch=3, callbacks=[cb])
+    config = TrainConfig(model=model, data=FeedInput(digits("train")), max_epoch=1, steps_per_epoch=3, callbacks=[cb],
+                         extra_callbacks=[], monitors=[])
     launch_train_with_config(config, SimpleTrainer())
     assert cb.before[tf1.GraphKeys.SUMMARIES] and cb.before[tf1.GraphKeys.UPDATE_OPS]
     assert cb.after_online == cb.before and cb.after_config == cb.before

@@ -1,4 +1,11 @@
-"""Single-device trainer strategies for trainbus."""
+"""The one-device trainers of the core: :class:`SimpleTrainer`, :class:`NoOpTrainer` and
+tensorpack's older name :class:`QueueInputTrainer`.
+
+They live in the core (not in a plugin distribution) so that the core trains by itself:
+``trainbus.testing.train_tiny`` and the core's own tests need nothing else installed. They
+resolve as ``trainbus.train.SimpleTrainer`` (and ``trainbus.SimpleTrainer``,
+``trainbus.train.trainers.SimpleTrainer``) like every other trainer.
+"""
 
 from __future__ import annotations
 

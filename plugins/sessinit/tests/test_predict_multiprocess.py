@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainbus.dataflow import DataFlow, DataFromList
+from trainbus.dataflow import DataFlow
+from trainbus.testing import points_dataflow
 from trainbus.predict import MultiProcessDatasetPredictor, OfflinePredictor, PredictConfig
 from trainbus.tfutils.sessinit import SmartInit
 from trainbus.train.model_desc import ModelDesc
@@ -86,13 +87,13 @@ def test_worker_processes_predict_every_datapoint(config):
 def test_bad_arguments(config):
     dps = [[np.ones((1, 3), "float32")]]
     with pytest.raises(ValueError, match="use_gpu=False"):
-        MultiProcessDatasetPredictor(config, DataFromList(dps), nr_proc=64, use_gpu=True)
+        MultiProcessDatasetPredictor(config, points_dataflow(dps), nr_proc=64, use_gpu=True)
     with pytest.raises(ValueError, match="nr_proc"):
-        MultiProcessDatasetPredictor(config, DataFromList(dps), nr_proc=0, use_gpu=False)
+        MultiProcessDatasetPredictor(config, points_dataflow(dps), nr_proc=0, use_gpu=False)
 
     def local_fn(x):
         return tf.identity(x, name="y")
 
     with pytest.raises(TypeError, match="module level"):
         MultiProcessDatasetPredictor(PredictConfig(tower_func=local_fn, input_signature=Affine().inputs(),
-                                                   output_names=["y"]), DataFromList(dps), nr_proc=1, use_gpu=False)
+                                                   output_names=["y"]), points_dataflow(dps), nr_proc=1, use_gpu=False)

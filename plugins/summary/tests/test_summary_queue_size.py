@@ -1,6 +1,7 @@
 """QueueInput records the statistic ``QueueInput/queue_size``, as tensorpack does: a moving
 average (decay 0.5) of the queue's size, updated at every step and written with the other
-summaries at the end of each epoch. Sources without a queue of their own record none."""
+summaries at the end of each epoch (by this distribution's ``MergeAllSummaries``). Sources
+without a queue of their own record none."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainbus.callbacks import Callback
+from trainbus.callbacks import Callback, MergeAllSummaries
 from trainbus.dataflow import DataFlow
 from trainbus.input_source import FeedInput, QueueInput, StagingInput, ZMQInput
 from trainbus.testing import RecordingMonitor, TinyModel, tiny_dataflow
@@ -23,9 +24,10 @@ STEPS = 8
 def _train(src, callbacks=(), max_epoch=2):
     mon = RecordingMonitor()
     trainer = SimpleTrainer()
-    # the default extra callbacks: MergeAllSummaries writes the summaries at each epoch's end
+    # MergeAllSummaries writes the summaries at each epoch's end
     launch_train_with_config(TrainConfig(model=TinyModel(), data=src, max_epoch=max_epoch, steps_per_epoch=STEPS,
-                                         callbacks=list(callbacks), monitors=[mon]), trainer)
+                                         callbacks=list(callbacks), extra_callbacks=[MergeAllSummaries()],
+                                         monitors=[mon]), trainer)
     return trainer, mon
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainbus.dataflow import DataFromList
+from trainbus.testing import points_dataflow
 from trainbus.input_source import FeedInput, QueueInput, TFDatasetInput
 from trainbus.predict import (DataParallelOfflinePredictor, DatasetPredictorBase, FeedfreePredictor,
                               MultiTowerOfflinePredictor, OfflinePredictor, OnlinePredictor, PredictConfig,
@@ -165,7 +165,7 @@ def test_data_parallel_offline_predictor(ckpt):
 
 def test_simple_dataset_predictor(ckpt):
     path, xs, (ref_logits, ref_prob) = ckpt
-    ds = DataFromList([[xs[i:i + 2]] for i in range(0, 6, 2)], shuffle=False)
+    ds = points_dataflow([[xs[i:i + 2]] for i in range(0, 6, 2)])
     pred = SimpleDatasetPredictor(_config(path, output_names=["prob"]), ds)
     assert isinstance(pred, DatasetPredictorBase)
     gen = pred.get_result()
@@ -182,7 +182,7 @@ def test_simple_dataset_predictor(ckpt):
 
 def test_feedfree_predictor_queue_input(ckpt):
     path, xs, (ref_logits, ref_prob) = ckpt
-    ds = DataFromList([[xs[i:i + 3]] for i in range(0, 6, 3)], shuffle=False)
+    ds = points_dataflow([[xs[i:i + 3]] for i in range(0, 6, 3)])
     with FeedfreePredictor(_config(path, output_names=["prob", "x_in"]), QueueInput(ds)) as pred:
         outs = [pred() for _ in range(4)]   # the queue repeats the DataFlow
         thread = pred._input_source.thread
@@ -200,7 +200,7 @@ def test_feedfree_predictor_queue_input(ckpt):
 
 def test_feedfree_predictor_feed_and_tf_dataset_inputs(ckpt):
     path, xs, (ref_logits, ref_prob) = ckpt
-    ds = DataFromList([[xs[i:i + 2]] for i in range(0, 6, 2)], shuffle=False)
+    ds = points_dataflow([[xs[i:i + 2]] for i in range(0, 6, 2)])
     pred = FeedfreePredictor(_config(path, output_names=["logits"]), FeedInput(ds))
     got = np.concatenate([pred()[0] for _ in range(3)])
     np.testing.assert_allclose(got, ref_logits, rtol=1e-5, atol=1e-6)
@@ -245,7 +245,7 @@ def test_package_imports_without_tensorflow_and_names_resolve():
 
 def test_feedfree_predictor_reports_a_failed_input(ckpt):
     path, xs, _ = ckpt
-    ds = DataFromList([[np.ones((2, 5), "float32")]], shuffle=False)     # 5 columns for a (None, 4) input
+    ds = points_dataflow([[np.ones((2, 5), "float32")]])     # 5 columns for a (None, 4) input
     pred = FeedfreePredictor(_config(path), QueueInput(ds))
     with pytest.raises(RuntimeError, match="input QueueInput failed"):
         pred()

@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 import tensorflow as tf
 
-from trainbus.graph_builder.utils import (
+from trainbus_trainers_multigpu.graph_builder.utils import (
     GradientPacker,
     LeastLoadedDeviceSetter,
     aggregate_grads_colocate,

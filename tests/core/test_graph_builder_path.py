@@ -1,0 +1,39 @@
+"""``trainbus.graph_builder`` lives in ``trainbus-trainers-multigpu`` (its only users are the
+multi-device and distributed trainers); without that distribution, importing the path is one
+``ModuleNotFoundError`` line naming what to install, and ``from trainbus import *`` still works."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from trainbus.bus import modpaths, registry
+
+
+@pytest.fixture
+def without_declared_modules(monkeypatch):
+    """As if no distribution declared a module path (the core alone), for this test."""
+    real = registry.index
+    monkeypatch.setattr(registry, "index", lambda group: {} if group == modpaths.MODULE_GROUP else real(group))
+    for name in [m for m in sys.modules if m == "trainbus.graph_builder" or m.startswith("trainbus.graph_builder.")]:
+        monkeypatch.delitem(sys.modules, name)
+
+
+@pytest.mark.parametrize("path", ["trainbus.graph_builder", "trainbus.graph_builder.utils"])
+def test_missing_graph_builder_names_the_distribution_in_one_line(without_declared_modules, path):
+    import importlib
+
+    with pytest.raises(ModuleNotFoundError) as ei:
+        importlib.import_module(path)
+    msg = str(ei.value)
+    assert msg == ("trainbus.graph_builder is provided by the 'trainbus-trainers-multigpu' distribution, which is not "
+                   "installed; install it: pip install trainbus-trainers-multigpu (from a trainbus checkout: "
+                   "tools/build_wheels.sh, then pip install --find-links dist trainbus-trainers-multigpu)"), msg
+    assert "\n" not in msg
+
+
+def test_star_import_binds_graph_builder_only_when_it_is_installed(without_declared_modules):
+    import trainbus
+
+    assert "graph_builder" not in trainbus.__all__ and "SimpleTrainer" in trainbus.__all__
