@@ -47,17 +47,28 @@ def default_signal_dispositions() -> None:
         signal.signal(s, signal.SIG_DFL)
 
 
-def start_in_session(cmd: list[str], cwd: Any = None, env: dict | None = None) -> subprocess.Popen:
+def start_in_session(cmd: list[str], cwd: Any = None, env: dict | None = None, fresh: bool = False) -> subprocess.Popen:
     """Start ``cmd`` (text pipes for stdout and stderr) in a new session, TensorFlow's C++ log
-    quiet, ``env`` added to this process's environment."""
+    quiet, ``env`` added to this process's environment.
+
+    A Python command of this interpreter is forked from the worker's zygote (see ``zygote.py``:
+    a real process that skips TensorFlow's import) unless ``fresh`` asks for a new interpreter,
+    which a test about import-time behaviour needs."""
+    if not fresh and cmd and cmd[0] == sys.executable:
+        import zygote
+
+        try:
+            return zygote.zygote().popen(cmd, cwd=cwd, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **(env or {})})
+        except ValueError:  # not a script or -m module: a new interpreter
+            pass
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
                             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **(env or {})},
                             start_new_session=True, preexec_fn=default_signal_dispositions)
 
 
-def trainbus_train(run_file: Any, cwd: Any, env: dict | None = None) -> subprocess.Popen:
+def trainbus_train(run_file: Any, cwd: Any, env: dict | None = None, fresh: bool = False) -> subprocess.Popen:
     """``python -m trainbus train RUN_FILE`` started with :func:`start_in_session`."""
-    return start_in_session([sys.executable, "-m", "trainbus", "train", str(run_file)], cwd=cwd, env=env)
+    return start_in_session([sys.executable, "-m", "trainbus", "train", str(run_file)], cwd=cwd, env=env, fresh=fresh)
 
 
 def kill_group(proc: subprocess.Popen) -> None:

@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 import pytest
+import zygote  # tests/_support
 
 HERE = pathlib.Path(__file__).resolve().parent / "runfiles"
 TRAINBUS = [sys.executable, "-m", "trainbus"]
@@ -58,7 +59,11 @@ def _env() -> dict:
     return env
 
 
-def _train(run: pathlib.Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def _train(run: pathlib.Path, *args: str, env: dict | None = None, fresh: bool = False) -> subprocess.CompletedProcess:
+    """``trainbus train RUN ARGS``: forked from the worker's zygote (tests/_support/zygote.py), or
+    in a new interpreter when ``fresh`` (what TensorFlow prints when imported is checked)."""
+    if not fresh:
+        return zygote.run([*TRAINBUS, "train", str(run), *args], cwd=run.parent, env=env or _env(), timeout=300)
     return subprocess.run([*TRAINBUS, "train", str(run), *args], capture_output=True, text=True, cwd=run.parent,
                           env=env or _env(), timeout=300)
 
@@ -77,7 +82,7 @@ def _write(tmp: pathlib.Path, text: str = RUN) -> tuple[pathlib.Path, pathlib.Pa
 def test_overrides_finished_run_summary_and_table(tmp_path):
     run, logdir = _write(tmp_path)
     # 1. the file says max_epoch = 1 and max_to_keep = 3; --set changes both (two values, two tables)
-    r = _train(run, "--set", "train.max_epoch=2", "--set", "callbacks[0].args.max_to_keep=1")
+    r = _train(run, "--set", "train.max_epoch=2", "--set", "callbacks[0].args.max_to_keep=1", fresh=True)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert _epochs(logdir) == [1, 2]
     assert sorted(p.name for p in logdir.glob("model-*.index")) == ["model-8.index"]  # max_to_keep = 1
@@ -207,7 +212,6 @@ def test_dry_run_says_what_the_run_does_with_the_log_dir(tmp_path):
     assert "kept (logdir_action = \"k\"), and the run starts over (resume = false)" in r.stdout
     text = run.read_text().replace('logdir_action = "k"\n', "")
     run.write_text(text)
-    r = subprocess.run([*TRAINBUS, "train", str(run), "--dry-run"], capture_output=True, text=True, cwd=tmp_path,
-                       env=_env(), stdin=subprocess.DEVNULL, timeout=300)
+    r = zygote.run([*TRAINBUS, "train", str(run), "--dry-run"], cwd=tmp_path, env=_env(), timeout=300)  # stdin: /dev/null
     assert r.returncode == 2
     assert "exists and is not empty; add logdir_action" in r.stderr
