@@ -113,3 +113,30 @@ def test_a_distribution_declaring_nothing_is_not_checked_but_check_distribution_
         problems = check_distribution("trainbus-api-none", raise_on_error=False)
         assert problems == ["it does not declare the plugin API it is written for; add [project.entry-points."
                             "\"trainbus.plugin_api\"] \"1\" = \"<its package>\" to its pyproject.toml"], problems
+
+
+def test_an_ambient_plugin_with_an_unreadable_declaration_is_skipped_naming_its_distribution(tmp_path, monkeypatch):
+    """The ambient plugins (group ``trainbus.plugins``) load through the same check: the plugin is
+    skipped with a warning that carries the same message, or refused under TRAINBUS_STRICT_PLUGINS,
+    and its module is not imported."""
+    import warnings
+
+    from trainbus.bus.manager import PluginWarning, TrainbusPluginManager
+
+    root = make_dist(tmp_path / "trainbus-api-amb", "trainbus-api-amb", "0.2.0",
+                     {"trainbus.plugins": {"apiamb": "trainbus_api_amb"}, registry.API_GROUP: {"v1": "trainbus_api_amb"}},
+                     {"trainbus_api_amb": "raise RuntimeError('the module of an unreadable declaration was imported')\n"})
+    expected = ("the plugin distribution 'trainbus-api-amb' declares its plugin API unreadably: its entry point "
+                "v1 = trainbus_api_amb [group trainbus.plugin_api] is not named by a plugin API version")
+    with on_path(root):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert "apiamb" not in TrainbusPluginManager().load_ambient()
+        messages = [str(w.message) for w in caught if issubclass(w.category, PluginWarning)]
+        assert any(m.startswith("the trainbus plugin trainbus-api-amb 0.2.0 (apiamb = trainbus_api_amb) was skipped: "
+                                f"PluginLoadError: {expected}") for m in messages), messages
+        monkeypatch.setenv("TRAINBUS_STRICT_PLUGINS", "1")
+        with pytest.raises(PluginLoadError, match="declares its plugin API unreadably") as ei:
+            TrainbusPluginManager().load_ambient()
+        assert "trainbus-api-amb" in str(ei.value)
+        assert "trainbus_api_amb" not in sys.modules
