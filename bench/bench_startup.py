@@ -62,6 +62,11 @@ def _data(np):
             for _ in range(STEPS + 1)]
 
 
+def _now() -> tuple[float, float]:
+    """(wall-clock time, CPU seconds this process used so far: all its threads)."""
+    return time.time(), time.process_time()
+
+
 def _report(marks: dict) -> None:
     import resource
 
@@ -76,23 +81,23 @@ def child_bare() -> None:
     marks: dict = {}
     import tensorflow as tf
 
-    marks["tf"] = time.time()
+    marks["tf"] = _now()
     import numpy as np
 
     tf1 = tf.compat.v1
     dps = _data(np)
-    marks["import"] = time.time()
+    marks["import"] = _now()
     with tf.Graph().as_default():
         x = tf1.placeholder(tf.float32, [BATCH, 784], name="x")
         y = tf1.placeholder(tf.int32, [BATCH], name="y")
         train_op = tf1.train.GradientDescentOptimizer(0.01).minimize(mlp_cost(tf, x, y))
         init = tf1.global_variables_initializer()
-        marks["graph"] = time.time()
+        marks["graph"] = _now()
         sess = tf1.Session()
         sess.run(init)
-        marks["session"] = time.time()
+        marks["session"] = _now()
         sess.run(train_op, feed_dict={x: dps[0][0], y: dps[0][1]})
-        marks["first"] = time.time()
+        marks["first"] = _now()
     _report(marks)
 
 
@@ -101,17 +106,17 @@ def _time_trainer(trainer_cls, marks: dict) -> None:
     setup, initialize = trainer_cls.setup_callbacks, trainer_cls.initialize
 
     def timed_setup(self, *a, **k):
-        marks.setdefault("setup0", time.time())
+        marks.setdefault("setup0", _now())
         try:
             return setup(self, *a, **k)
         finally:
-            marks.setdefault("setup1", time.time())
+            marks.setdefault("setup1", _now())
 
     def timed_initialize(self, *a, **k):
         try:
             return initialize(self, *a, **k)
         finally:
-            marks.setdefault("session", time.time())
+            marks.setdefault("session", _now())
 
     trainer_cls.setup_callbacks, trainer_cls.initialize = timed_setup, timed_initialize
 
@@ -120,7 +125,7 @@ def child_framework(which: str) -> None:
     marks: dict = {}
     import tensorflow as tf
 
-    marks["tf"] = time.time()
+    marks["tf"] = _now()
     import numpy as np
 
     tf1 = tf.compat.v1
@@ -141,7 +146,7 @@ def child_framework(which: str) -> None:
         from tensorpack.train.base import Trainer
         from tensorpack.utils import logger
     dps = _data(np)
-    marks["import"] = time.time()
+    marks["import"] = _now()
     _time_trainer(Trainer, marks)
 
     class Model(ModelDesc):
@@ -158,7 +163,7 @@ def child_framework(which: str) -> None:
 
     class FirstStep(Callback):
         def _trigger_step(self):
-            marks["first"] = time.time()
+            marks["first"] = _now()
             _report(marks)
 
     logger.set_logger_dir(tempfile.mkdtemp(prefix="bench-startup-"), action="k")
@@ -172,17 +177,17 @@ def child_framework(which: str) -> None:
 def child_star(package: str) -> None:
     import tensorflow  # noqa: F401
 
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     exec(f"from {package} import *", {})
-    print("SECONDS", time.perf_counter() - t)
+    print("SECONDS", time.perf_counter() - t, time.process_time() - c)
 
 
 def child_import() -> None:
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     import trainbus  # noqa: F401
 
-    d = time.perf_counter() - t
-    print("SECONDS", d, any(m == "tensorflow" or m.startswith("tensorflow.") for m in sys.modules))
+    d, dc = time.perf_counter() - t, time.process_time() - c
+    print("SECONDS", d, dc, any(m == "tensorflow" or m.startswith("tensorflow.") for m in sys.modules))
 
 
 # ----------------------------------------------------------------------------- parent
@@ -224,7 +229,7 @@ def importable(python: str, module: str, env: dict) -> str | None:
     if res.returncode == 0:
         return None
     last = [ln for ln in res.stderr.strip().splitlines() if ln.strip()]
-    return f"`import {module}` fails there: {last[-1] if last else 'exit status %d' % res.returncode}"
+    return f"`import {module}` fails there: {last[-1] if last else f'exit status {res.returncode}'}"
 
 
 def med(xs: list[float]) -> float:
@@ -246,7 +251,7 @@ def main() -> None:
 
     env, note = child_env()
     kinds = [("trainbus", sys.executable, "trainbus"), ("bare", sys.executable, "bare")]
-    tp_note = None
+    tp_note = ""
     if args.tensorpack_python:
         tp_note = importable(args.tensorpack_python, "tensorpack", env)
         if tp_note is None:
@@ -256,9 +261,8 @@ def main() -> None:
         tp_note = "not measured: no --tensorpack-python given"
 
     runs: dict[str, list[tuple[float, dict, int]]] = {k: [] for k, _, _ in kinds}
-    star: dict[str, list[float]] = {"trainbus": [], "tensorpack": []}
-    imports: list[float] = []
-    tf_imported = False
+    star: dict[str, list[list[str]]] = {"trainbus": [], "tensorpack": []}
+    imports: list[list[str]] = []
     plugins_cmd: list[float] = []
     for rnd in range(args.rounds + 1):  # round 0 warms caches and is not counted
         order = kinds[rnd % len(kinds):] + kinds[:rnd % len(kinds)]
@@ -268,80 +272,83 @@ def main() -> None:
                 raise SystemExit(f"the {name} child failed:\n{res[-3000:]}")
             if rnd:
                 runs[name].append((start, res, rss))
-        _, res, _ = spawn(sys.executable, ["--child", "star-trainbus"], env)
-        if rnd:
-            star["trainbus"].append(float(res["line"][0]))
-        if "tensorpack" in runs:
-            _, res, _ = spawn(args.tensorpack_python, ["--child", "star-tensorpack"], env)
-            if rnd:
-                star["tensorpack"].append(float(res["line"][0]))
+        for package, python in (("trainbus", sys.executable), ("tensorpack", args.tensorpack_python)):
+            if package == "trainbus" or "tensorpack" in runs:
+                _, res, _ = spawn(python, ["--child", f"star-{package}"], env)
+                if rnd:
+                    star[package].append(res["line"])
         _, res, _ = spawn(sys.executable, ["--child", "import"], env)
         if rnd:
-            imports.append(float(res["line"][0]))
-            tf_imported |= res["line"][1] == "True"
+            imports.append(res["line"])
         t = time.perf_counter()
         subprocess.run([sys.executable, "-m", "trainbus", "plugins"], capture_output=True, env=env, check=True)
         if rnd:
             plugins_cmd.append(time.perf_counter() - t)
         print(f"round {rnd}/{args.rounds} done" + (" (warm-up, not counted)" if not rnd else ""), file=sys.stderr)
+    report(args, kinds, runs, star, imports, plugins_cmd, note, tp_note)
 
-    def total(name: str) -> float:
-        return med([r["first"] - s for s, r, _ in runs[name]])
 
-    def after_tf(name: str) -> float:
-        return med([r["first"] - r["tf"] for _, r, _ in runs[name]])
+def report(args, kinds, runs, star, imports, plugins_cmd, note, tp_note) -> None:
+    # every mark is (wall-clock time, CPU seconds of the process): c=0 wall, c=1 CPU
+    def total(name: str, c: int) -> float:  # from process start (wall: from the spawn)
+        return med([r["first"][0] - s if c == 0 else r["first"][1] for s, r, _ in runs[name]])
+
+    def span(name: str, a: str, b: str, c: int) -> float:
+        return med([r[b][c] - r[a][c] for _, r, _ in runs[name] if a in r and b in r])
 
     def rss(name: str) -> float:
         return med([kb / 1024 for _, _, kb in runs[name]])
 
-    def phase(name: str, a: str, b: str) -> float:
-        return med([r[b] - r[a] for _, r, _ in runs[name] if a in r and b in r])
-
-    pairs = [("trainbus", "bare")]
-    if "tensorpack" in runs:
-        pairs.append(("tensorpack", "bare (tensorpack's python)"))
+    pairs = [("trainbus", "bare")] + ([("tensorpack", "bare (tensorpack's python)")] if "tensorpack" in runs else [])
     load = os.getloadavg()
-    print(f"\nStartup on the defaults workload (MLP, default callbacks and monitors, {STEPS} steps/epoch): "
-          f"median of {args.rounds} interleaved rounds of fresh interpreters; load average "
-          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs")
+    print(f"\nStartup on the defaults workload (MLP 784-256-256-10, default callbacks and monitors): median of "
+          f"{args.rounds} interleaved rounds of fresh interpreters; load average {load[0]:.2f} {load[1]:.2f} "
+          f"{load[2]:.2f} on {os.cpu_count()} CPUs. Wall seconds, and the process's CPU seconds (all threads) "
+          "in brackets: the CPU figure moves less with the machine's load")
     if note:
         print(note)
     cols = [k for k, _, _ in kinds]
     w = max(len(c) for c in cols) + 2
-    print(f"\n{'':<34}" + "".join(f"{c:>{w}}" for c in cols))
-    print(f"{'to the first step (s)':<34}" + "".join(f"{total(c):>{w}.3f}" for c in cols))
-    print(f"{'  of which after import tensorflow':<34}" + "".join(f"{after_tf(c):>{w}.3f}" for c in cols))
-    print(f"{'peak RSS (MB)':<34}" + "".join(f"{rss(c):>{w}.0f}" for c in cols))
+    print(f"\n{'':<36}" + "".join(f"{c:>{w}}" for c in cols))
+    print(f"{'to the first step (s)':<36}" + "".join(f"{total(c, 0):>{w}.3f}" for c in cols))
+    print(f"{'  [CPU s]':<36}" + "".join(f"{total(c, 1):>{w}.3f}" for c in cols))
+    print(f"{'  after import tensorflow (s)':<36}" + "".join(f"{span(c, 'tf', 'first', 0):>{w}.3f}" for c in cols))
+    print(f"{'  [CPU s]':<36}" + "".join(f"{span(c, 'tf', 'first', 1):>{w}.3f}" for c in cols))
+    print(f"{'peak RSS (MB)':<36}" + "".join(f"{rss(c):>{w}.0f}" for c in cols))
+    print()
     for fw, bare in pairs:
-        print(f"{fw} over its bare loop: {total(fw) - total(bare):+.3f} s to the first step "
-              f"({after_tf(fw) - after_tf(bare):+.3f} s after import tensorflow), "
-              f"{rss(fw) - rss(bare):+.0f} MB peak RSS")
+        print(f"{fw} over its bare loop: to the first step {total(fw, 0) - total(bare, 0):+.3f} s "
+              f"[CPU {total(fw, 1) - total(bare, 1):+.3f} s]; after import tensorflow "
+              f"{span(fw, 'tf', 'first', 0) - span(bare, 'tf', 'first', 0):+.3f} s "
+              f"[CPU {span(fw, 'tf', 'first', 1) - span(bare, 'tf', 'first', 1):+.3f} s] (target <= 0.05); "
+              f"peak RSS {rss(fw) - rss(bare):+.0f} MB")
     if "tensorpack" not in runs:
         print(f"tensorpack: {tp_note}")
-    print("\nPhases (median s)          trainbus   bare loop" + ("   tensorpack" if "tensorpack" in runs else ""))
-    rows = [("python + import tensorflow", ("tf0", "tf"), ("tf0", "tf")),
-            ("import the framework", ("tf", "import"), ("tf", "import")),
+    print("\nPhases, median s [CPU s]         trainbus          bare loop" +
+          ("         tensorpack" if "tensorpack" in runs else ""))
+    rows = [("import the framework", ("tf", "import"), ("tf", "import")),
             ("TrainConfig + graph", ("import", "setup0"), ("import", "graph")),
             ("callbacks setup", ("setup0", "setup1"), None),
             ("session + initialization", ("setup1", "session"), ("graph", "session")),
             ("first step", ("session", "first"), ("session", "first"))]
-    for label, tb_span, bare_span in rows:
-        def cell(name: str, span) -> str:
-            if span is None:
-                return "-"
-            if span[0] == "tf0":
-                return f"{med([r[span[1]] - s for s, r, _ in runs[name]]):.3f}"
-            return f"{phase(name, *span):.3f}"
-        line = f"  {label:<26}{cell('trainbus', tb_span):>9}{cell('bare', bare_span):>12}"
+    for label, fw_span, bare_span in rows:
+        def cell(name: str, sp: tuple[str, str] | None) -> str:
+            return "-" if sp is None else f"{span(name, *sp, 0):.3f} [{span(name, *sp, 1):.3f}]"
+
+        line = f"  {label:<30}{cell('trainbus', fw_span):>18}{cell('bare', bare_span):>19}"
         if "tensorpack" in runs:
-            line += f"{cell('tensorpack', tb_span):>13}"
+            line += f"{cell('tensorpack', fw_span):>19}"
         print(line)
-    print(f"\nfrom trainbus import * after TensorFlow: {med(star['trainbus']):.3f} s (target <= 0.15)"
-          + (f"; from tensorpack import *: {med(star['tensorpack']):.3f} s" if star["tensorpack"] else ""))
-    print(f"import trainbus: {med(imports):.3f} s (target <= 0.05), TensorFlow "
+
+    def timed(lines: list[list[str]]) -> str:
+        return f"{med([float(x[0]) for x in lines]):.3f} s [CPU {med([float(x[1]) for x in lines]):.3f} s]"
+
+    print(f"\nfrom trainbus import * after TensorFlow: {timed(star['trainbus'])} (target <= 0.15)"
+          + (f"; from tensorpack import *: {timed(star['tensorpack'])}" if star["tensorpack"] else ""))
+    tf_imported = any(x[2] == "True" for x in imports)
+    print(f"import trainbus: {timed(imports)} (target <= 0.05), TensorFlow "
           f"{'IMPORTED' if tf_imported else 'not imported'}")
     print(f"trainbus plugins: {med(plugins_cmd):.3f} s wall, interpreter start-up included (target < 0.5)")
-
 
 if __name__ == "__main__":
     main()
