@@ -20,6 +20,9 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
 
 def pytest_configure(config):
+    if hasattr(config.option, "loadscopereorder"):
+        # xdist would order the files by their number of tests; ours go heaviest first (below)
+        config.option.loadscopereorder = False
     config.addinivalue_line("markers", "cluster: starts several processes talking over local ports "
                                        "(TF servers, horovodrun); such tests run one at a time across xdist workers")
 
@@ -91,3 +94,42 @@ def _one_cluster_at_a_time(request):
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _suite_weights() -> dict:
+    import json
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests", "suite_weights.json")
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Heaviest test files first (seconds from tests/suite_weights.json, written by
+    tools/suite_weights.py): with ``--dist loadfile`` the xdist workers take files in this order,
+    so the long ones run while both workers are busy instead of last, alone."""
+    weights = _suite_weights()
+    if not weights:
+        return
+    files: dict[str, list] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+    heavy_first = sorted(files, key=lambda f: -weights.get(f, 0.0))
+    # Cluster tests wait for each other (the lock below): between two cluster files come other
+    # files of about the first one's weight, so that the other worker has work meanwhile.
+    clustered = [f for f in heavy_first if any(i.get_closest_marker("cluster") for i in files[f])]
+    others = [f for f in heavy_first if f not in set(clustered)]
+    order: list[str] = []
+    while clustered or others:
+        budget = float("inf")
+        if clustered:
+            order.append(clustered.pop(0))
+            budget = weights.get(order[-1], 0.0)
+        while others and budget > 0:
+            order.append(others.pop(0))
+            budget -= weights.get(order[-1], 0.0) or 1.0
+    items[:] = [i for f in order for i in files[f]]

@@ -29,7 +29,8 @@ import threading
 from typing import Any
 
 # The zygote's program. It speaks SOCK_SEQPACKET messages on the socket whose fd is argv[1]:
-#   <- {"argv": [...], "cwd": ..., "env": {...}, "new_session": bool, "module": str|None} + 3 fds
+#   <- {"argv": [...], "cwd": ..., "env": {...}, "new_session": bool, "module": str|None,
+#       "code": str|None} + the child's stdin, stdout and stderr
 #   -> {"started": pid}            once forked
 #   -> {"exit": pid, "status": n}  when that child ended (n as subprocess's returncode)
 _SERVER = r'''
@@ -90,7 +91,14 @@ def child(req, fds):
         np.random.seed()
     code = 0
     try:
-        if req["module"]:
+        if req["code"] is not None:
+            import types
+            sys.argv = ["-c", *argv]
+            sys.path[:] = ["", *extra, *base_path]
+            main = types.ModuleType("__main__")
+            sys.modules["__main__"] = main
+            exec(compile(req["code"], "<string>", "exec"), main.__dict__)
+        elif req["module"]:
             sys.argv = [req["module"], *argv]
             sys.path[:] = [os.getcwd(), *extra, *base_path]
             runpy.run_module(req["module"], run_name="__main__", alter_sys=True)
@@ -249,8 +257,8 @@ class Zygote:
 
     def popen(self, cmd: list[str], cwd: Any = None, env: dict | None = None, new_session: bool = True,
               stdin: Any = subprocess.DEVNULL) -> ZygoteProcess:
-        """Start ``cmd`` (``[sys.executable, SCRIPT, ...]`` or ``[sys.executable, "-m", MODULE, ...]``,
-        optionally with ``-u`` first) in a child. ``env`` is the child's whole environment (default:
+        """Start ``cmd`` (``[sys.executable, SCRIPT, ...]``, ``[sys.executable, "-m", MODULE, ...]`` or
+        ``[sys.executable, "-c", CODE, ...]``, optionally with ``-u`` first) in a child. ``env`` is the child's whole environment (default:
         this process's). ``ValueError`` for any other command (start it with ``subprocess``)."""
         if not cmd or cmd[0] != sys.executable:
             raise ValueError(f"a zygote runs Python commands of this interpreter only, not {cmd!r}")
@@ -260,8 +268,11 @@ class Zygote:
         if rest[:1] == ["-u"]:
             env["PYTHONUNBUFFERED"] = "1"
             rest = rest[1:]
+        code = None
         if rest[:1] == ["-m"]:
             module, rest = rest[1], rest[2:]
+        elif rest[:1] == ["-c"]:
+            code, rest = rest[1], rest[2:]
         elif not rest or rest[0].startswith("-"):
             raise ValueError(f"a zygote runs a script or -m MODULE, not {cmd!r}")
         out_r, out_w = os.pipe()
@@ -272,7 +283,7 @@ class Zygote:
             in_pipe = open(in_w, "w")
         else:
             in_r = os.open(os.devnull, os.O_RDONLY)
-        req = {"argv": rest, "module": module, "cwd": os.fspath(cwd or os.getcwd()),
+        req = {"argv": rest, "module": module, "code": code, "cwd": os.fspath(cwd or os.getcwd()),
                "env": env, "new_session": new_session}
         with self._lock:
             with self._started_cv:

@@ -47,9 +47,21 @@ def build_wheels(out: pathlib.Path) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="session")
 def wheelhouse(tmp_path_factory) -> pathlib.Path:
     """Wheels of the core and of every plugin directory, built once per test session by
-    ``tools/build_wheels.sh`` (as users build them)."""
-    out = tmp_path_factory.mktemp("wheelhouse") / "wheels"
-    build_wheels(out)
+    ``tools/build_wheels.sh`` (as users build them). The xdist workers of one run share them:
+    the first to need them builds them under a lock in the run's common temporary directory."""
+    import fcntl
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # pytest-of-<user>/pytest-<n>/, the workers' common parent
+    out = root / "wheelhouse-shared" / "wheels"
+    done = out.parent / "built"
+    out.parent.mkdir(exist_ok=True)
+    with open(out.parent / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            build_wheels(out)
+            done.write_text("ok\n")
     return out
 
 

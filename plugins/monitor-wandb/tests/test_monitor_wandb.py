@@ -11,12 +11,15 @@ import zlib
 
 import numpy as np
 import pytest
-import wandb
-from wandb.proto import wandb_internal_pb2
+from lazymod import lazy  # tests/_support
 
 import trainbus.callbacks
 from trainbus.callbacks import Callback
 from trainbus.testing import train_tiny
+
+# W&B takes seconds to import: only the worker that runs these tests imports it
+wandb = lazy("wandb")
+wandb_internal_pb2 = lazy("wandb.proto.wandb_internal_pb2")
 
 HIST_DATA = [0.5, 1.0, 1.0, 2.0, 3.5, -1.0]
 
