@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+import zygote  # tests/_support
 
 from trainbus.bus import registry as _registry
 from trainbus.runfile import RunConfigError, load_run_file, scan_key_lines
@@ -19,8 +20,8 @@ HERE = pathlib.Path(__file__).resolve().parent / "runfiles"
 
 def _trainbus(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    return subprocess.run([sys.executable, "-m", "trainbus", *args], capture_output=True, text=True, cwd=cwd,
-                          env=env, timeout=300)
+    # forked from the worker's zygote (tests/_support/zygote.py): a process of its own, TensorFlow imported
+    return zygote.run([sys.executable, "-m", "trainbus", *args], cwd=cwd, env=env, timeout=300)
 
 
 def _line_of(path: pathlib.Path, needle: str) -> int:

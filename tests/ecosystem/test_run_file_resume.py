@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import subprocess
 import sys
 
 import pytest
+import zygote  # tests/_support
 
 from trainbus.utils import logger
 
@@ -245,8 +245,8 @@ def test_sigterm_then_the_same_command_continues(rundir) -> None:
     p = _write(rundir, epochs=3, keep=2)
     p.write_text(p.read_text().replace("[[monitors]]", SLOW + "\n[[monitors]]", 1))
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    proc = subprocess.Popen([sys.executable, "-m", "trainbus", "train", str(p)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=rundir, env=env)
+    # forked from the worker's zygote (tests/_support/zygote.py): a process of its own, TensorFlow imported
+    proc = zygote.zygote().popen([sys.executable, "-m", "trainbus", "train", str(p)], cwd=rundir, env=env)
     try:
         deadline = time.monotonic() + 150
         marker = rundir / "steps.txt"

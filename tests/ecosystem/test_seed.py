@@ -13,6 +13,7 @@ import sys
 
 import numpy as np
 import pytest
+import zygote  # tests/_support
 
 HERE = pathlib.Path(__file__).resolve().parent / "runfiles"
 
@@ -60,12 +61,17 @@ launch_train_with_config(config, SimpleTrainer())
 '''
 
 
-def _train(tmp: pathlib.Path, name: str, seed: int) -> pathlib.Path:
+def _train(tmp: pathlib.Path, name: str, seed: int, fresh: bool = False) -> pathlib.Path:
+    """One training in a process of its own: a new interpreter when ``fresh``, else forked from the
+    worker's zygote (tests/_support/zygote.py; its children share the zygote's str hash seed)."""
     logdir = tmp / name
     script = tmp / "seeded.py"
     script.write_text(SCRIPT)
-    r = subprocess.run([sys.executable, str(script), str(logdir), str(seed)], capture_output=True, text=True,
-                       timeout=300)
+    cmd = [sys.executable, str(script), str(logdir), str(seed)]
+    if fresh:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    else:
+        r = zygote.run(cmd, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert f"Seeded Python, NumPy, the DataFlow RNGs and TensorFlow's graph with {seed}" in r.stdout
     return logdir
@@ -83,7 +89,7 @@ def _scalars(logdir: pathlib.Path) -> list[dict]:
 
 
 def test_same_seed_same_weights_and_stats_other_seed_differs(tmp_path):
-    a = _train(tmp_path, "a", 7)
+    a = _train(tmp_path, "a", 7, fresh=True)  # another hash seed than b's: nothing may depend on it
     b = _train(tmp_path, "b", 7)
     c = _train(tmp_path, "c", 8)
     wa, wb, wc = _weights(a), _weights(b), _weights(c)
@@ -107,7 +113,6 @@ def test_seed_is_checked(tmp_path):
     run.write_text('[model]\nclass = "tinyrun:LinearNet"\n\n[data]\nfunction = "tinyrun:make_data"\n\n'
                    '[train]\nmax_epoch = 1\nseed = "x"\n')
     env = dict(os.environ, PYTHONPATH=str(HERE))
-    r = subprocess.run([sys.executable, "-m", "trainbus", "train", str(run), "--dry-run"], capture_output=True,
-                       text=True, env=env, timeout=300)
+    r = zygote.run([sys.executable, "-m", "trainbus", "train", str(run), "--dry-run"], env=env, timeout=300)
     assert r.returncode == 2
     assert f"{run}:9: train.seed: seed must be an integer from 0 to 2**31 - 1, got 'x'" in r.stderr

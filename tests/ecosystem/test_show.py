@@ -15,6 +15,7 @@ import sys
 import time
 
 import pytest
+import zygote  # tests/_support
 
 HERE = pathlib.Path(__file__).resolve().parent / "runfiles"
 TRAINBUS = [sys.executable, "-m", "trainbus"]
@@ -22,9 +23,14 @@ TRAINBUS = [sys.executable, "-m", "trainbus"]
 pytestmark = pytest.mark.timeout(300)
 
 
-def _run(*args: str, cwd: pathlib.Path | None = None, env: dict | None = None, timeout: float = 240):
-    return subprocess.run([*TRAINBUS, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout,
-                          env=env if env is not None else dict(os.environ, TRAINBUS_DEBUG=""))
+def _run(*args: str, cwd: pathlib.Path | None = None, env: dict | None = None, timeout: float = 240,
+         fresh: bool = False):
+    """``trainbus ARGS``: forked from the worker's zygote (tests/_support/zygote.py), or in a new
+    interpreter when ``fresh`` (what happens at interpreter start matters)."""
+    env = env if env is not None else dict(os.environ, TRAINBUS_DEBUG="")
+    if not fresh:
+        return zygote.run([*TRAINBUS, *args], cwd=cwd, env=env, timeout=timeout)
+    return subprocess.run([*TRAINBUS, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout, env=env)
 
 
 RUN = """
@@ -61,7 +67,7 @@ def _train(tmp: pathlib.Path, name: str, lr: float) -> pathlib.Path:
     run = tmp / f"{name}.toml"
     run.write_text(RUN.format(lr=lr, logdir=logdir.as_posix()))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
-    r = subprocess.run([*TRAINBUS, "train", str(run)], capture_output=True, text=True, cwd=tmp, env=env, timeout=240)
+    r = _run("train", str(run), cwd=tmp, env=env)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     return logdir
 
@@ -215,7 +221,7 @@ def test_plot_without_matplotlib_says_what_to_install(tmp_path):
         "sys.meta_path.insert(0, _Block())\n")
     env = dict(os.environ, PYTHONPATH=str(blocker), TRAINBUS_DEBUG="")
     png = tmp_path / "x.png"
-    r = _run("show", str(run), "--plot", str(png), env=env)
+    r = _run("show", str(run), "--plot", str(png), env=env, fresh=True)  # sitecustomize runs at interpreter start
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert r.stderr.strip().splitlines() == [
         "trainbus show: --plot needs matplotlib, which is not installed here: pip install \"trainbus[plot]\" "
