@@ -19,7 +19,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import pluggy
 
 from trainbus.bus import hookspecs
-from trainbus.bus.protocols import direct_methods, is_member
+from trainbus.bus.protocols import is_member
 from trainbus.exceptions import PluginLoadError
 
 log = logging.getLogger("trainbus.plugins")
@@ -73,14 +73,6 @@ class TrainbusPluginManager(pluggy.PluginManager):
     def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
         if is_member(plugin):
             used = plugin.hooks_used() - self._dropped.get(id(plugin), frozenset())
-            direct = direct_methods(plugin)
-            for hook, method in direct.items():
-                # the member's own method is registered as the hook (one Python call less per
-                # call); the dispatch names the member of an exception instead of its hook method
-                if name == method:
-                    return dict(_DEFAULT_OPTS, specname=hook) if hook in used else None
-                if name == hook:
-                    return None
             if name.startswith(_ADAPTER_PREFIX):
                 # an adapter the bus installed in place of the member's hook method
                 hook = name[len(_ADAPTER_PREFIX):]

@@ -13,10 +13,14 @@ from typing import Any, Mapping, Protocol, runtime_checkable
 class Member(Protocol):
     """A callback or monitor registered on a run's bus.
 
-    ``hooks_used()`` names the hooks to register it for; the others never reach it. A member
-    class may also map hooks to methods the bus registers directly in place of the hook method
-    (``hook_direct_methods = {"trigger_step": "_trigger_step"}``): one Python call less per
-    member and step, for hooks whose method takes no argument.
+    ``hooks_used()`` names the hooks to register it for; the others never reach it.
+
+    A member class may declare, for the per-step hooks, the methods the dispatcher calls
+    directly (:mod:`trainbus.bus.dispatch`), e.g. ``hook_direct_methods = {"trigger_step":
+    "_trigger_step", "before_run": "_before_run", "after_run": "_after_run"}``, when it
+    implements those hooks with ``trainbus.bus.dispatch.member_method(hook, method)``: one
+    Python call less per member and step. A direct ``before_run`` method answers None or what
+    the member's ``run_request(answer)`` turns into the request the session runs.
     """
 
     def hooks_used(self) -> frozenset[str]: ...

@@ -11,7 +11,8 @@ import types
 from typing import TYPE_CHECKING, Any, Callable
 
 from trainbus.bus.dispatch import annotate as _annotate
-from trainbus.bus.dispatch import annotate_from_traceback, origin_of  # noqa: F401 - re-exported
+from trainbus.bus.dispatch import member_method
+from trainbus.bus.dispatch import origin_of  # noqa: F401 - re-exported
 from trainbus.bus.hookspecs import hookimpl
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -107,20 +108,6 @@ def check_overrides(cls: type, table: dict[str, tuple[str, ...]]) -> None:
         )
 
 
-def _hook_method(hook: str, user_method: str, marked: bool = True) -> Callable[[Any], None]:
-    """The trainbus-owned method of a hook without arguments: runs the user's underscore
-    method and names the callback in an exception's notes."""
-    def method(self: Any) -> None:
-        try:
-            getattr(self, user_method)()
-        except BaseException as e:
-            _annotate(e, self, hook)
-            raise
-
-    method.__name__ = method.__qualname__ = hook
-    return hookimpl(method) if marked else method
-
-
 class Callback:
     """Base class of all callbacks.
 
@@ -146,8 +133,8 @@ class Callback:
     """
 
     _chief_only = True
-    #: hook -> the method the bus registers for it directly (see ``trainbus.bus.protocols.Member``)
-    hook_direct_methods = {"trigger_step": "_trigger_step"}
+    #: per-step hook -> the method the dispatcher calls directly (see ``trainbus.bus.protocols.Member``)
+    hook_direct_methods = {"trigger_step": "_trigger_step", "before_run": "_before_run", "after_run": "_after_run"}
     #: Name scope of the ops created in ``_setup_graph``; defaults to the class name.
     name_scope: str = ""
 
@@ -225,34 +212,17 @@ class Callback:
             _annotate(e, self, "setup_graph")
             raise
 
-    @hookimpl
-    def before_run(self, run_context: Any) -> Any:
-        try:
-            args = self._before_run(run_context)
-            if args is None:
-                return None
-            return (self, self._as_run_args(args))
-        except BaseException as e:
-            _annotate(e, self, "before_run")
-            raise
-
-    @hookimpl
-    def after_run(self, run_context: Any, run_values: Any) -> None:
-        try:
-            if isinstance(run_values, RunValuesByRequester):  # else a plain SessionRunValues (CallbackToHook)
-                run_values = run_values.values_for(self)
-            self._after_run(run_context, run_values)
-        except BaseException as e:
-            _annotate(e, self, "after_run")
-            raise
-
-    before_train = _hook_method("before_train", "_before_train")
-    before_epoch = _hook_method("before_epoch", "_before_epoch")
-    after_epoch = _hook_method("after_epoch", "_after_epoch")
-    trigger_step = _hook_method("trigger_step", "_trigger_step")
-    trigger_epoch = _hook_method("trigger_epoch", "_trigger_epoch")
-    after_train = _hook_method("after_train", "_after_train")
-    trigger = _hook_method("trigger", "_trigger", marked=False)
+    # the other hooks: what the bus means by each (trainbus.bus.dispatch.member_method), for
+    # this callback; the dispatcher calls the per-step ones' underscore methods directly
+    before_run = member_method("before_run", "_before_run")
+    after_run = member_method("after_run", "_after_run")
+    before_train = member_method("before_train", "_before_train")
+    before_epoch = member_method("before_epoch", "_before_epoch")
+    after_epoch = member_method("after_epoch", "_after_epoch")
+    trigger_step = member_method("trigger_step", "_trigger_step")
+    trigger_epoch = member_method("trigger_epoch", "_trigger_epoch")
+    after_train = member_method("after_train", "_after_train")
+    trigger = member_method("trigger", "_trigger", marked=False)
     trigger.__doc__ = "Run ``_trigger()``; schedulers such as ``PeriodicTrigger`` call this."
 
     # ------------------------------------------------------------------ user API
@@ -348,7 +318,10 @@ class Callback:
         if pm is not None:
             pm.drop(self, hooks)
 
-    def _as_run_args(self, fetches: Any) -> Any:
+    def run_request(self, fetches: Any) -> Any:
+        """The ``SessionRunArgs`` the session runs for what ``_before_run`` answered (a
+        ``SessionRunArgs``, a tensor or tensor name, or a list of them; names are looked up
+        with ``get_tensors_maybe_in_tower``)."""
         from trainbus.utils import lazytf as _tf
 
         tf1 = _tf.tf1()

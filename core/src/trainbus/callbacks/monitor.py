@@ -11,6 +11,7 @@ import re
 import time
 from typing import TYPE_CHECKING, Any, Iterable
 
+from trainbus.bus.dispatch import implemented
 from trainbus.callbacks.base import Callback, check_overrides, ensure_callback
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -130,7 +131,7 @@ class Monitors(Callback):
         """Connect to the trainer's bus (done by the trainer after registration)."""
         self._trainer = trainer
         self._hook = hook_relay
-        self._want_summary = bool(hook_relay.process_summary.get_hookimpls())
+        self._want_summary = implemented(hook_relay.process_summary)
 
     def _step(self) -> int:
         return self._trainer.global_step if self._trainer is not None else 0

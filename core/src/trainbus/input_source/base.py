@@ -198,6 +198,15 @@ class InputSource:
         will; the default input cannot."""
         return False
 
+    def wrapped_in(self, wrapper: str) -> None:
+        """Name the input source this one is wrapped in (``describe()`` of the wrapper), for its
+        errors; a wrapper calls it when it sets up the source it wraps."""
+        self._wrapped_by = wrapper
+
+    def use_name_scope(self, name: str) -> None:
+        """Build this source's ops under the name scope ``name`` (default: its class name)."""
+        self._name_scope = name
+
     def describe(self) -> str:
         """How errors name this input source: ``str(self)``, and the source it is wrapped in."""
         return str(self) if self._wrapped_by is None else f"{self} (inside {self._wrapped_by})"
@@ -227,7 +236,7 @@ class ProxyInputSource(InputSource):
         return self._input.get_input_tensors()
 
     def _setup(self, input_signature: list[Any]) -> None:
-        self._input._wrapped_by = self.describe()
+        self._input.wrapped_in(self.describe())
         self._input_callbacks = self._input.setup(input_signature)
 
     def _get_callbacks(self) -> list[Callback]:
@@ -264,7 +273,7 @@ def remap_input_source(input: InputSource, names: Sequence[str]) -> InputSource:
     class _Remapped(ProxyInputSource):
         def _setup(self, input_signature: list[Any]) -> None:
             self._all_placehdrs = [build_or_reuse_placeholder(s) for s in input_signature]
-            self._input._wrapped_by = self.describe()
+            self._input.wrapped_in(self.describe())
             by_name = {s.name: s for s in input_signature}
             missing = [n for n in names if n not in by_name]
             if missing:

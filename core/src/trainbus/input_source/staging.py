@@ -82,7 +82,7 @@ class StagingInput(FeedfreeInput):
         return self._input.step_feed()
 
     def _setup(self, input_signature: list[Any]) -> None:
-        self._input._wrapped_by = self.describe()
+        self._input.wrapped_in(self.describe())
         self._input_callbacks = self._input.setup(input_signature)
 
     def _get_input_tensors(self) -> list[Any]:

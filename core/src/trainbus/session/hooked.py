@@ -5,114 +5,20 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable, Sequence
 
-from trainbus.bus.dispatch import annotate
-from trainbus.callbacks.base import Callback
 from trainbus.callbacks.run_values import RunValuesByRequester
 from trainbus.utils import lazytf as _tf
 
-__all__ = ["HookedSession", "run_hook_caller"]
-
-
-def run_hook_caller(caller: Any, params: tuple[str, ...], traced: bool = False) -> Callable[..., Any] | None:
-    """A function ``f(*args)`` (``args`` in the order of ``params``) that fires ``caller``'s
-    implementations like pluggy would (in pluggy's order; the non-None results as a list),
-    but from a plain tuple. Falls back to pluggy itself (called by keyword) when an
-    implementation is a wrapper or hooks are traced; None when nobody implements the hook."""
-    if caller is None or not caller.get_hookimpls():
-        return None
-    impls = list(reversed(caller.get_hookimpls()))  # pluggy calls the last registered first
-    if traced or any(i.wrapper or i.hookwrapper for i in impls):
-        return lambda *args: caller(**dict(zip(params, args)))
-    direct = _callbacks_direct(caller.name, impls)
-    if direct is not None:
-        return direct
-    index = {p: n for n, p in enumerate(params)}
-    shapes = [tuple(index[a] for a in impl.argnames) for impl in impls]
-    fns = tuple(impl.function for impl in impls)
-    if len(set(shapes)) == 1:
-        # the common case (every member a Callback): one tight loop, no per-call reshuffling
-        pick = shapes[0]
-        if pick == (1,):
-            def one(*args: Any) -> list:
-                a = args[1]
-                return [r for r in [f(a) for f in fns] if r is not None]
-            return one
-        if pick == (1, 2):
-            def two(*args: Any) -> list:
-                a, b = args[1], args[2]
-                for f in fns:
-                    f(a, b)
-                return []
-            return two
-    plan = tuple(zip(fns, shapes))
-
-    def general(*args: Any) -> list:
-        out = []
-        for f, pick in plan:
-            r = f(*[args[i] for i in pick])
-            if r is not None:
-                out.append(r)
-        return out
-    return general
-
-
-def _callbacks_direct(hook: str, impls: list) -> Callable[..., Any] | None:
-    """When every implementation of ``before_run``/``after_run`` is a Callback's own (not an
-    ambient plugin's): call the callbacks' ``_before_run``/``_after_run`` from a tuple, doing
-    what ``Callback.before_run``/``after_run`` do around them (the request's conversion, each
-    callback's own values, naming the callback of an exception) once per loop instead of once
-    per callback."""
-    if hook not in ("before_run", "after_run"):
-        return None
-    base = getattr(Callback, hook)
-    members = []
-    for impl in impls:
-        if not isinstance(impl.plugin, Callback) or getattr(impl.function, "__func__", None) is not base:
-            return None
-        members.append(impl.plugin)
-    if hook == "before_run":
-        pairs = tuple((m, m._before_run) for m in members)
-
-        def before_run(trainer: Any, ctx: Any) -> Any:
-            out = None
-            m = None
-            try:
-                for m, f in pairs:
-                    r = f(ctx)
-                    if r is not None:
-                        if out is None:
-                            out = []
-                        out.append((m, m._as_run_args(r)))
-            except BaseException as e:
-                annotate(e, m, "before_run")
-                raise
-            return out or ()
-        return before_run
-    pairs = tuple((m, m._after_run) for m in members)
-
-    def after_run(trainer: Any, ctx: Any, values: Any) -> list:
-        m = None
-        try:
-            if values:
-                for m, f in pairs:
-                    f(ctx, values.values_for(m))
-            else:
-                empty = values.empty
-                for m, f in pairs:
-                    f(ctx, empty)
-        except BaseException as e:
-            annotate(e, m, "after_run")
-            raise
-        return []
-    return after_run
+__all__ = ["HookedSession"]
 
 
 class HookedSession:
-    """``trainer.hooked_sess``: ``run()`` fires ``before_run``/``after_run`` on the bus and runs
-    the requested extra fetches, feeds and options in the same ``Session.run`` as the step.
+    """``trainer.hooked_sess``: ``run()`` fires ``before_run``/``after_run`` through the bus's
+    dispatcher (``bus.before_run``/``bus.after_run``, compiled by :mod:`trainbus.bus.dispatch`)
+    and runs the requested extra fetches, feeds and options in the same ``Session.run`` as the
+    step.
 
-    Each ``run()`` increments the trainer's ``global_step`` (the TF variable too, by an op
-    fetched in the same call).
+    Each ``run()`` advances the trainer's ``global_step`` (``trainer.loop.advance_step()``; the
+    TF variable too, by an op fetched in the same call).
 
     ``feed`` is the per-step feed of the trainer's input source
     (``InputSource.step_feed()``: ``(placeholders, next_values)``, or None): every ``run()``
@@ -125,10 +31,9 @@ class HookedSession:
                  feed: tuple[Sequence[Any], Callable[[], Sequence[Any]]] | None = None) -> None:
         self.sess = sess
         self._trainer = trainer
-        self._loop = trainer.loop
-        traced = bool(getattr(bus.pm, "tracing", False))
-        self._br = run_hook_caller(bus.before_run, ("trainer", "run_context"), traced)
-        self._ar = run_hook_caller(bus.after_run, ("trainer", "run_context", "run_values"), traced)
+        self._advance_step = trainer.loop.advance_step
+        self._br = bus.before_run
+        self._ar = bus.after_run
         self._incr = step_incr_op
         self._callables: dict[Any, Any] = {}
         self._feed_keys: tuple = tuple(feed[0]) if feed is not None else ()
@@ -203,7 +108,7 @@ class HookedSession:
             if explained is None:
                 raise
             raise explained from e
-        self._loop._global_step += 1
+        self._advance_step()
         if ctx is not None:
             if self._ar is not None:
                 self._ar(trainer, ctx, RunValuesByRequester.pack(requests, out[1], options, run_metadata))

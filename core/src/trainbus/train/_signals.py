@@ -413,28 +413,6 @@ class _SetupWatcher(_Watcher):
             _die_by(signum)
 
 
-#: what a trainer is doing before its first step, by the name of its method on the stack
-_PHASES = {"setup_graph": "building the graph", "_setup_graph": "building the graph",
-           "setup_callbacks": "setting up the callbacks", "initialize": "creating the session",
-           "initialize_hooks": "creating the session", "_after_session_init": "initializing the session"}
-
-
-def _phase_of(trainer: Any, frame: Any) -> str | None:
-    """What ``trainer`` is doing, from the innermost of its methods on the stack of ``frame``
-    (None when none is there)."""
-    if trainer is None:
-        return None
-    f = frame
-    while f is not None:
-        name = f.f_code.co_name
-        if name in _PHASES and f.f_locals.get("self") is trainer:
-            if name == "initialize" and getattr(trainer, "sess", None) is not None:
-                return "initializing the session"
-            return _PHASES[name]
-        f = f.f_back
-    return None
-
-
 def _step_of(path: str | None) -> int | None:
     from trainbus.checkpoint import step_of
 
@@ -449,8 +427,10 @@ class _Setup:
         self.checkpoint = checkpoint
         self.during: str | None = None
 
-    def describe(self, frame: Any = None) -> str | None:
-        return _phase_of(self.trainer, frame) or self.during
+    def describe(self) -> str | None:
+        """What is being done: the trainer's own account while one of its setup methods runs
+        (``Trainer.setup_phase``), else ``during``."""
+        return getattr(self.trainer, "setup_phase", None) or self.during
 
 
 @contextlib.contextmanager
@@ -492,7 +472,7 @@ def interrupts_before_training(trainer: Any = None, checkpoint: str | None = Non
             ckpt, ckpt_step = newest_checkpoint(trainer)
             raise TrainingInterrupted(name, trainer.epoch_num, trainer.global_step, signum, checkpoint=ckpt,
                                       checkpoint_step=ckpt_step)
-        raise InterruptedBeforeTraining(name, signum, setup.describe(frame), setup.checkpoint, _step_of(setup.checkpoint))
+        raise InterruptedBeforeTraining(name, signum, setup.describe(), setup.checkpoint, _step_of(setup.checkpoint))
 
     try:
         old_fd = signal.set_wakeup_fd(watcher.wfd, warn_on_full_buffer=False)

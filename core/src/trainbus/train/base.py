@@ -9,18 +9,21 @@ subclasses and plug into the loop through the public seams ``agree_stop``/``conf
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import time
-from typing import Any, Iterable, Sequence
+import weakref
+from typing import Any, Iterable, Iterator, Sequence
 
 from trainbus import checkpoint as _ckpt
-from trainbus.bus.dispatch import Bus, annotate_from_traceback, origin_of
+from trainbus.bus.dispatch import Bus, HookProfile, origin_of, profiling_requested
 from trainbus.bus.manager import TrainbusPluginManager
 from trainbus.callbacks.base import Callback, ensure_callback
 from trainbus.callbacks.monitor import MonitorBase, Monitors
 from trainbus.exceptions import StopTraining
 from trainbus.session.hooked import HookedSession
+from trainbus.train.resumable import ResumableTrainer
 from trainbus.utils import lazytf as _tf
 from trainbus.utils import logger
 from trainbus.utils.timefmt import human_seconds
@@ -31,7 +34,9 @@ log = logging.getLogger("trainbus.train")
 
 
 class TrainLoop:
-    """Counters of the running loop (``trainer.loop``)."""
+    """Counters of the running loop (``trainer.loop``): anyone reads them; the trainer advances
+    them (``epochs()``, ``steps()``), and its hooked session counts each step
+    (``advance_step()``)."""
 
     def __init__(self) -> None:
         self._epoch_num = 0
@@ -41,6 +46,21 @@ class TrainLoop:
         self.starting_epoch = 1
         self.max_epoch = 0
 
+    @property
+    def epoch_num(self) -> int:
+        """The current epoch (``starting_epoch - 1`` before the first)."""
+        return self._epoch_num
+
+    @property
+    def global_step(self) -> int:
+        """Steps run so far, restored ones included."""
+        return self._global_step
+
+    @property
+    def local_step(self) -> int:
+        """Steps finished in the current epoch, counting from 0 (``-1`` before the first)."""
+        return self._local_step
+
     def config(self, steps_per_epoch: int, starting_epoch: int, max_epoch: int) -> None:
         for label, v in (("steps_per_epoch", steps_per_epoch), ("starting_epoch", starting_epoch), ("max_epoch", max_epoch)):
             if isinstance(v, bool) or not isinstance(v, int) or v < (0 if label == "starting_epoch" else 1):
@@ -49,6 +69,24 @@ class TrainLoop:
         self.starting_epoch = int(starting_epoch)
         self.max_epoch = int(max_epoch)
         self._epoch_num = self.starting_epoch - 1
+
+    def set_global_step(self, step: int) -> None:
+        """Set the step count (to the ``global_step`` variable's value, when resuming)."""
+        self._global_step = int(step)
+
+    def advance_step(self) -> None:
+        """Count one more step run."""
+        self._global_step += 1
+
+    def epochs(self) -> Iterator[int]:
+        """Each epoch from ``starting_epoch`` to ``max_epoch``, ``epoch_num`` set to it."""
+        for self._epoch_num in range(self.starting_epoch, self.max_epoch + 1):
+            yield self._epoch_num
+
+    def steps(self, first: int = 0) -> Iterator[int]:
+        """Each step of the current epoch from ``first``, ``local_step`` set to it."""
+        for self._local_step in range(first, self.steps_per_epoch):
+            yield self._local_step
 
 
 def _graph_for_new_trainer() -> Any:
@@ -78,24 +116,32 @@ def _constructs_in_graph(init: Any) -> Any:
         finally:
             del self.__dict__["_constructing"]
 
-    __init__._trainbus_in_graph = True  # type: ignore[attr-defined]
+    _IN_GRAPH.add(__init__)
     return __init__
 
 
-class Trainer:
+#: the ``__init__`` functions ``_constructs_in_graph`` made
+_IN_GRAPH: weakref.WeakSet = weakref.WeakSet()
+
+
+class Trainer(ResumableTrainer):
     """Base class of trainers: runs the training loop and fires the hooks of the bus.
 
     A subclass (or ``setup_graph``) builds the graph and sets ``train_op``; ``train()`` then
     does ``setup_callbacks`` / ``initialize`` / ``main_loop``. The constructor runs with the
     trainer's graph as the default graph (``self.graph``), so a subclass may build there.
+    What it resumes besides variables (callback states, the position in an epoch) is
+    :class:`trainbus.train.resumable.ResumableTrainer`'s.
     """
 
     #: Whether this process is the chief worker; chief-only callbacks run only where True.
     is_chief = True
-    #: Whether other processes advance ``global_step`` too (a distributed runtime's shared
-    #: variable): each process then counts its epochs in its own steps, and a step found at the
-    #: start says nothing about where this process's first epoch stands.
-    global_step_shared = False
+    #: Time every hook of every callback and monitor, and log the table (slowest first) when
+    #: training ends. None (the default): as the ``TRAINBUS_PROFILE_HOOKS`` environment variable
+    #: says. Set it before ``train()``/``setup_callbacks()``.
+    profile_hooks: bool | None = None
+    _hook_profile: HookProfile | None = None
+    _setup_phase: str | None = None
     #: The ``tf.compat.v1.Session``; available after ``initialize()``.
     sess: Any = None
     #: The session whose ``run()`` fires the callbacks' ``before_run``/``after_run``;
@@ -105,7 +151,7 @@ class Trainer:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         init = cls.__dict__.get("__init__")
-        if init is not None and not getattr(init, "_trainbus_in_graph", False):
+        if init is not None and init not in _IN_GRAPH:
             cls.__init__ = _constructs_in_graph(init)  # type: ignore[method-assign]
 
     @_constructs_in_graph
@@ -125,8 +171,6 @@ class Trainer:
         self._input_source: Any = None
         self._step_feed: Any = None  # the input source's step_feed(), taken when the graph is set up
         self._step_incr_op: Any = None
-        self._resume_states: dict[str, Any] | None = None  # read from the restored checkpoint
-        self._resume_states_file: str | None = None
         # checkpoint commits (list + callback states) waiting for every callback to handle the
         # triggers of the step: trainbus.checkpoint.defer_commit / flush_commits
         self._pending_commits: list[Any] = []
@@ -137,18 +181,18 @@ class Trainer:
     def epoch_num(self) -> int:
         """The current epoch: from before ``before_epoch`` to after ``trigger_epoch`` of epoch
         3, ``epoch_num`` is 3."""
-        return self.loop._epoch_num
+        return self.loop.epoch_num
 
     @property
     def global_step(self) -> int:
         """How many times ``hooked_sess.run`` has been called (restored from the checkpoint's
         ``global_step`` variable when resuming); incremented after each call returns."""
-        return self.loop._global_step
+        return self.loop.global_step
 
     @property
     def local_step(self) -> int:
         """Steps finished in the current epoch, counting from 0 (``-1`` before the first)."""
-        return self.loop._local_step
+        return self.loop.local_step
 
     @property
     def steps_per_epoch(self) -> int:
@@ -178,6 +222,23 @@ class Trainer:
         """The pluggy manager of this run (after ``setup_callbacks``)."""
         return self._pm
 
+    @property
+    def setup_phase(self) -> str | None:
+        """What the trainer is doing before its first step, in a few words ("setting up the
+        callbacks", "creating the session", "initializing the session"), while one of its
+        setup methods runs; None otherwise. Read by the handlers of
+        ``interrupts_before_training``."""
+        return self._setup_phase
+
+    @contextlib.contextmanager
+    def _phase(self, what: str) -> Iterator[None]:
+        before = self._setup_phase
+        self._setup_phase = what
+        try:
+            yield
+        finally:
+            self._setup_phase = before
+
     # ------------------------------------------------------------------ callbacks
     def register_callback(self, cb: Callback | Sequence[Callback]) -> bool:
         """Register a callback (or a list) before training starts; returns whether it was
@@ -206,6 +267,10 @@ class Trainer:
         ``setup_graph``. Must be called after the main graph is built."""
         if self._callbacks_setup:
             raise RuntimeError("setup_callbacks() was already called for this trainer")
+        with self._phase("setting up the callbacks"):
+            self._setup_callbacks(callbacks, monitors)
+
+    def _setup_callbacks(self, callbacks: Sequence[Callback] | None, monitors: Sequence[MonitorBase] | None) -> None:
         callbacks = _as_list(callbacks, "callbacks")
         monitors = _as_list(monitors, "monitors")
         for cb in callbacks:
@@ -224,7 +289,9 @@ class Trainer:
             pm.load_ambient(self._disable_plugins)
         pm.register_ordered(members)
         self._pm = pm
-        self._bus = Bus(pm)
+        profile = self.profile_hooks if self.profile_hooks is not None else profiling_requested()
+        self._hook_profile = HookProfile() if profile else None
+        self._bus = Bus(pm, self._hook_profile)
         self._callbacks_setup = True
         self.monitors.bind(self, pm.hook)
         self._stateful_members()  # two stateful callbacks with one state key: an error before any graph work
@@ -250,7 +317,7 @@ class Trainer:
             raise
         # bind again: a callback may leave per-step hooks it turned out not to need while
         # setting up its graph (Callback._drop_hooks), which then cost nothing per step
-        self._bus = Bus(pm)
+        self._bus = Bus(pm, self._hook_profile)
 
     def _make_step_incr_op(self) -> Any:
         from trainbus.tfutils.common import get_global_step_var
@@ -262,68 +329,6 @@ class Trainer:
             return existing[0]
         with tf1.name_scope(None):
             return tf1.assign_add(gs, 1, name="global_step_incr").op
-
-    # ------------------------------------------------------------------ resumable state
-    def _stateful_members(self) -> list[tuple[str, Callback]]:
-        """``(state_key, callback)`` for every registered callback and monitor that saves state
-        (see ``Callback.state_key``). Two of them with one key is an error naming both."""
-        members = list(self._pm.ordered) if self._pm is not None else list(self._callbacks)
-        out: list[tuple[str, Callback]] = []
-        seen: dict[str, tuple[int, Callback]] = {}
-        for pos, cb in enumerate(members):
-            has_state = getattr(cb, "_has_state", None)
-            if has_state is None or not has_state():
-                continue
-            key = cb.state_key
-            if key in seen:
-                other_pos, other = seen[key]
-                raise ValueError(
-                    f"Two stateful callbacks have the state key {key!r}: {other} ({self._where_is(other)}) and {cb} "
-                    f"({self._where_is(cb)}); on resume their saved states could not be told apart. "
-                    "Give one of them its own key: cb.set_state_key('...') (or cb.state_key = '...').")
-            seen[key] = (pos, cb)
-            out.append((key, cb))
-        return out
-
-    def _where_is(self, cb: Any) -> str:
-        for i, other in enumerate(self._callbacks):
-            if other is cb:
-                return f"callbacks[{i}]"
-        return "a monitor" if isinstance(cb, MonitorBase) else "added by the trainer"
-
-    def callback_states(self) -> dict[str, Any]:
-        """The ``_state_dict()`` of every stateful callback and monitor, by ``state_key``."""
-        states = {}
-        for key, cb in self._stateful_members():
-            st = cb._state_dict()
-            if st is not None:
-                states[key] = st
-        return states
-
-    def load_callback_states(self, states: dict[str, Any], source: str | None = None) -> None:
-        """Give each stateful callback the saved state of its ``state_key`` (see
-        ``callback_states``). Saved states no callback claims, and stateful callbacks that find
-        no saved state, are each reported in one log line."""
-        where = f" in {source}" if source else ""
-        members = self._stateful_members()
-        keys = {k for k, _ in members}
-        restored, fresh = [], []
-        for key, cb in members:
-            if key in states:
-                cb._load_state_dict(states[key])
-                restored.append(key)
-            else:
-                fresh.append(key)
-        if restored:
-            logger.info(f"Restored the state of callback(s) {', '.join(restored)}{where}.")
-        unclaimed = sorted(k for k in states if k not in keys)
-        if unclaimed:
-            logger.warning(
-                f"Saved callback state{where} that no callback of this run claims, not used: {', '.join(unclaimed)}. "
-                "A callback whose class or identifying arguments changed has another state_key; set its state_key "
-                "to the saved one to continue its state.")
-        if fresh:
-            logger.warning(f"Stateful callback(s) with no saved state{where}, starting fresh: {', '.join(fresh)}.")
 
     def describe_hooks(self) -> str:
         """The effective calling order of every hook (after ``setup_callbacks``)."""
@@ -343,21 +348,19 @@ class Trainer:
             session_init = JustCurrentSession()
         if not isinstance(session_init, SessionInit):
             raise TypeError(f"session_init must be a SessionInit (e.g. SmartInit(path)), got {session_init!r}")
-        with self.graph.as_default():
+        with self.graph.as_default(), self._phase("creating the session"):
             session_init._setup_graph()
             logger.info("Creating the session ...")
             self.sess = session_creator.create_session()
             self.initialize_hooks()
+            self._setup_phase = "initializing the session"
             if self.is_chief:
                 logger.info("Initializing the session ...")
                 session_init._run_init(self.sess)
             elif not isinstance(session_init, JustCurrentSession):
                 logger.warning("This is not a chief worker, 'session_init' was ignored!")
             self.after_session_init()
-            ckpt = getattr(session_init, "checkpoint_path", None) if self.is_chief else None
-            if ckpt:
-                self._resume_states = _ckpt.read_callback_states(ckpt)
-                self._resume_states_file = _ckpt.state_file(ckpt)
+            self._read_resume_states(getattr(session_init, "checkpoint_path", None) if self.is_chief else None)
         self.sess.graph.finalize()
         logger.info("Graph Finalized.")
 
@@ -410,28 +413,27 @@ class Trainer:
         self._training_started = True
         tf = _tf.tf()
         primary: BaseException | None = None
+        loop = self.loop
         with self.graph.as_default(), self.sess.as_default():
-            self.loop.config(steps_per_epoch, starting_epoch, max_epoch)
-            self.loop._global_step = get_global_step_value()
+            loop.config(steps_per_epoch, starting_epoch, max_epoch)
+            loop.set_global_step(get_global_step_value())
             self._defer_commits = True
             try:
-                if self._resume_states is not None:
-                    self.load_callback_states(self._resume_states, self._resume_states_file)
+                self._restore_callback_states()
                 data_policy = self._skip_consumed_datapoints()
                 bus.before_train(trainer=self)
-                self.loop._global_step = get_global_step_value()
+                loop.set_global_step(get_global_step_value())
                 run_step = self.run_step
                 trigger_step = bus.trigger_step
                 hooked = self.hooked_sess
-                loop = self.loop
                 pending = self._pending_commits
                 last = steps_per_epoch - 1
                 first_step = self._first_local_step(data_policy)
-                for loop._epoch_num in range(self.loop.starting_epoch, self.loop.max_epoch + 1):
-                    logger.info(f"Start Epoch {loop._epoch_num} ...")
+                for epoch in loop.epochs():
+                    logger.info(f"Start Epoch {epoch} ...")
                     bus.before_epoch(trainer=self)
                     start = time.perf_counter()
-                    for loop._local_step in range(first_step, steps_per_epoch):
+                    for step in loop.steps(first_step):
                         if self._stop_reason is not None:
                             raise StopTraining(self._stop_reason)
                         if hooked.should_stop():
@@ -444,7 +446,7 @@ class Trainer:
                                 trigger_step(trainer=self)
                                 # a checkpoint saved by a step trigger is committed once every
                                 # callback handled this step (at an epoch's end: after trigger_epoch)
-                                if pending and loop._local_step != last:
+                                if pending and step != last:
                                     _ckpt.flush_commits(self)
                         except StopTraining as e:
                             if self.agree_stop(_reason_of(e)):
@@ -452,7 +454,7 @@ class Trainer:
                     first_step = 0
                     bus.after_epoch(trainer=self)
                     logger.info(
-                        f"Epoch {loop._epoch_num} (global_step {loop._global_step}) finished, "
+                        f"Epoch {epoch} (global_step {loop.global_step}) finished, "
                         f"time:{human_seconds(time.perf_counter() - start, 2)}."
                     )
                     self._pm.hook_times.clear()
@@ -482,54 +484,12 @@ class Trainer:
                 raise
             except BaseException as e:
                 primary = e
-                annotate_from_traceback(e)
                 origin = origin_of(e)
                 if origin is not None:
                     logger.error(f"Training failed in callback {origin[0]} ({origin[1]}): {type(e).__name__}: {e}")
                 raise
             finally:
                 self._finish(primary)
-
-    def _done_in_first_epoch(self) -> int:
-        """Steps of the starting epoch already done by the run this one resumes (0 unless the
-        restored global step lies strictly inside the starting epoch)."""
-        loop = self.loop
-        if self.global_step_shared:
-            return 0
-        done = loop._global_step - (loop.starting_epoch - 1) * loop.steps_per_epoch
-        return done if 0 < done < loop.steps_per_epoch else 0
-
-    def _skip_consumed_datapoints(self) -> str:
-        """Before the input starts: when resuming inside an epoch over an input that makes one
-        pass of its data per epoch (its size is steps_per_epoch) and can skip ahead, have it pass
-        over the datapoints the interrupted epoch consumed. Returns the sentence saying which
-        policy applies."""
-        done = self._done_in_first_epoch()
-        if not done:
-            return ""
-        src = self._input_source
-        try:
-            one_pass = src is not None and int(src.size()) == self.loop.steps_per_epoch
-        except Exception:  # noqa: BLE001 - an input of unknown size
-            one_pass = False
-        if one_pass and src.skip_datapoints(done):
-            return (f"The input passes over the {done} datapoints this epoch already consumed, so the epoch sees "
-                    "the rest of its pass.")
-        why = "its size is not steps_per_epoch" if src is not None and not one_pass else "it cannot skip ahead"
-        return (f"The input starts where it starts ({why}): the {done} datapoints this epoch already consumed are "
-                "not skipped.")
-
-    def _first_local_step(self, data_policy: str = "") -> int:
-        """Where the first epoch starts: a run resumed in the middle of epoch N (its global step
-        between the ends of epochs N-1 and N) runs only that epoch's remaining steps, so that
-        every epoch N ends at global step N * steps_per_epoch."""
-        loop = self.loop
-        done = self._done_in_first_epoch()
-        if done:
-            logger.info(f"Resuming inside epoch {loop.starting_epoch} at global step {loop._global_step}: it runs its "
-                        f"remaining {loop.steps_per_epoch - done} steps and ends at global step "
-                        f"{loop.starting_epoch * loop.steps_per_epoch}. {data_policy}".rstrip())
-        return done
 
     def _stop_from_session(self, hooked: Any, cause: str) -> None:
         take = getattr(hooked, "take_stop_request", None)
@@ -549,6 +509,8 @@ class Trainer:
         try:
             self._bus.after_train(trainer=self)
         finally:
+            if self._hook_profile is not None:
+                logger.info(self._hook_profile.table())
             try:
                 _ckpt.flush_commits(self)  # the final checkpoint, with the states after after_train
             except Exception as e:  # noqa: BLE001 - the commits report their own write failures

@@ -83,7 +83,7 @@ class RunSummary:
         """(global step now, steps done in this run, steps per epoch)."""
         loop = getattr(self.trainer, "loop", None)
         spe = int(getattr(loop, "steps_per_epoch", 0) or getattr(self.config, "steps_per_epoch", 0) or 0)
-        gstep = int(getattr(loop, "_global_step", 0) or 0)
+        gstep = int(getattr(loop, "global_step", 0) or 0)
         first_step = (self.first_epoch - 1) * spe
         return gstep, max(0, gstep - first_step), spe
 
@@ -93,7 +93,7 @@ class RunSummary:
         loop = getattr(self.trainer, "loop", None)
         reason = getattr(self.trainer, "stop_reason", None)
         max_epoch = getattr(self.config, "max_epoch", None)
-        epoch = getattr(loop, "_epoch_num", None)
+        epoch = getattr(loop, "epoch_num", None)
         gstep, _, spe = self._steps()
         if reason:
             return f"stopped: {reason}"
@@ -132,7 +132,7 @@ class RunSummary:
         wall = time.perf_counter() - self.start
         gstep, done, spe = self._steps()
         loop = getattr(self.trainer, "loop", None)
-        last_epoch = getattr(loop, "_epoch_num", None) or self.first_epoch - 1
+        last_epoch = getattr(loop, "epoch_num", None) or self.first_epoch - 1
         full_epochs = (gstep // spe - (self.first_epoch - 1)) if spe else 0
         lines = [f"Run summary: {max(0, full_epochs)} epoch(s) (epoch {self.first_epoch} to {last_epoch}) and {done} "
                  f"step(s) in {_human(wall)}, global step {gstep}; {self.stop_reason(error)}"]

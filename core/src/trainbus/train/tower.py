@@ -70,7 +70,7 @@ class TowerTrainer(Trainer):
             except KeyError:
                 with tf1.device(dev), PredictTowerContext(tower_name):
                     inp = PlaceholderInput()
-                    inp._name_scope = tower_name
+                    inp.use_name_scope(tower_name)
                     with tf1.name_scope(None):
                         inp.setup([tf.TensorSpec(s.shape, s.dtype, f"{tower_name}/{s.name}") for s in self.inputs_desc])
                     self.tower_func(*inp.get_input_tensors())
