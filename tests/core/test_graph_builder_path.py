@@ -37,3 +37,17 @@ def test_star_import_binds_graph_builder_only_when_it_is_installed(without_decla
     import trainbus
 
     assert "graph_builder" not in trainbus.__all__ and "SimpleTrainer" in trainbus.__all__
+
+
+def test_a_directory_an_older_checkout_left_is_not_an_empty_namespace_package(without_declared_modules, tmp_path,
+                                                                              monkeypatch):
+    """After a pull, ``trainbus/graph_builder/`` may remain holding only ``__pycache__``: the path is
+    still answered by its distribution (here: absent, so the one line saying what to install)."""
+    import importlib
+
+    import trainbus
+
+    (tmp_path / "graph_builder" / "__pycache__").mkdir(parents=True)
+    monkeypatch.setattr(trainbus, "__path__", [*trainbus.__path__, str(tmp_path)])
+    with pytest.raises(ModuleNotFoundError, match="provided by the 'trainbus-trainers-multigpu' distribution"):
+        importlib.import_module("trainbus.graph_builder")

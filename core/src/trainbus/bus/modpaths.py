@@ -31,6 +31,7 @@ import sys
 from types import ModuleType
 
 from trainbus.bus import registry as _registry
+from trainbus.bus.catalogue import KNOWN_MODULES
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing: `import trainbus` stays light
 if TYPE_CHECKING:
@@ -183,7 +184,10 @@ class SubmoduleFinder:
         parent, _, child = fullname.rpartition(".")
         real_parent = _ALIASED.get(parent)
         if real_parent is None:
-            return None
+            # a first-party plugin's path is answered before the file system looks: a directory an
+            # older checkout left behind (``trainbus/graph_builder/`` holding only ``__pycache__``)
+            # would otherwise import as an empty namespace package
+            return _MODULE_PATHS.find_spec(fullname) if fullname in KNOWN_MODULES else None
         return importlib.util.spec_from_loader(fullname, _AliasLoader(f"{real_parent}.{child}"))
 
 
@@ -203,13 +207,14 @@ class ModulePathFinder:
             return importlib.util.spec_from_loader(fullname, _FacadeLoader(source, names))
         if fullname in OUT_OF_SCOPE:
             raise _out_of_scope(fullname)
-        from trainbus.bus.catalogue import KNOWN_MODULES
-
         dist = KNOWN_MODULES.get(fullname)
         if dist is not None:  # a first-party plugin's path (trainbus.graph_builder): say what to install
             raise ModuleNotFoundError(f"{fullname} is provided by the {dist!r} distribution, which is not installed; "
                                       f"install it: {_registry.install_hint(dist)}", name=fullname)
         return None
+
+
+_MODULE_PATHS = ModulePathFinder()
 
 
 def install() -> None:
