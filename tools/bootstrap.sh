@@ -49,6 +49,9 @@ if [ "$JOB" != "example" ]; then
   echo "== installing horovod (built once per machine, then cached)"
   tools/install_horovod.sh "$VPY"
 fi
+# a distribution this checkout no longer has, left in an older .venv (its SimpleTrainer and
+# NoOpTrainer are the core's now): `trainbus plugins` would report its missing module
+"$VPY" -m pip uninstall -q -y trainbus-trainers-single 2>/dev/null || true
 echo "== installing trainbus (core) and the plugins under plugins/ (editable)"
 pipq --no-build-isolation -e "core[plot]" "${plugins[@]}"  # [plot]: matplotlib, for trainbus show --plot
 case "$JOB" in
