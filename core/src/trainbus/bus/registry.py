@@ -90,8 +90,9 @@ def _normalized(name: str) -> str:
 def _path_distributions() -> list[Any] | None:
     """The distributions ``importlib_metadata.distributions()`` finds (first one of each name,
     in ``sys.path`` order, then a directory's entries in reverse name order), keeping only
-    those with an ``entry_points.txt``: found by listing the directories on ``sys.path``,
-    several times faster than ``importlib_metadata``'s own search. None where the
+    those whose ``entry_points.txt`` declares a trainbus group: found by listing the
+    directories on ``sys.path``, several times faster than ``importlib_metadata``'s own
+    search (the other distributions' files are read, not parsed). None where the
     environment has what only that search handles (a zip file or an ``.egg`` on ``sys.path``,
     another finder of distributions on ``sys.meta_path``)."""
     import os
@@ -137,8 +138,9 @@ def _path_distributions() -> list[Any] | None:
 
 @functools.lru_cache(maxsize=None)
 def scan() -> _Scan:
-    """Every installed distribution's entry points, read once per process (``clear_cache()``
-    forgets them). Imports no entry point."""
+    """The installed distributions' entry points in trainbus's groups (``trainbus.*``; no other
+    group is kept), read once per process (``clear_cache()`` forgets them). Imports no entry
+    point."""
     global scans
     import itertools
 
