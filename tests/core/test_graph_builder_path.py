@@ -10,6 +10,10 @@ import pytest
 
 from trainbus.bus import modpaths, registry
 
+#: the path, imported here only with every declared module path hidden (``without_declared_modules``):
+#: these tests run with the core alone
+GRAPH_BUILDER = "trainbus.graph_builder"
+
 
 @pytest.fixture
 def without_declared_modules(monkeypatch):
@@ -20,7 +24,7 @@ def without_declared_modules(monkeypatch):
         monkeypatch.delitem(sys.modules, name)
 
 
-@pytest.mark.parametrize("path", ["trainbus.graph_builder", "trainbus.graph_builder.utils"])
+@pytest.mark.parametrize("path", [GRAPH_BUILDER, f"{GRAPH_BUILDER}.utils"])
 def test_missing_graph_builder_names_the_distribution_in_one_line(without_declared_modules, path):
     import importlib
 
@@ -50,4 +54,4 @@ def test_a_directory_an_older_checkout_left_is_not_an_empty_namespace_package(wi
     (tmp_path / "graph_builder" / "__pycache__").mkdir(parents=True)
     monkeypatch.setattr(trainbus, "__path__", [*trainbus.__path__, str(tmp_path)])
     with pytest.raises(ModuleNotFoundError, match="provided by the 'trainbus-trainers-multigpu' distribution"):
-        importlib.import_module("trainbus.graph_builder")
+        importlib.import_module(GRAPH_BUILDER)
