@@ -88,16 +88,17 @@ def test_idle_callbacks_register_no_per_step_hooks():
 
 
 def test_cli_order_prints_effective_order(tmp_path):
-    import subprocess
     import sys
+
+    import zygote  # tests/_support
 
     (tmp_path / "mycfg.py").write_text(
         "from trainbus.testing import HookRecorder\n"
         "from trainbus.callbacks import PeriodicTrigger\n"
         "def callbacks():\n"
         "    return [HookRecorder('first'), PeriodicTrigger(HookRecorder('second'), every_k_steps=5)]\n")
-    out = subprocess.run([sys.executable, "-m", "trainbus", "order", "mycfg:callbacks"], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=60)
+    # forked from the worker's zygote (tests/_support/zygote.py): `trainbus order` imports TensorFlow
+    out = zygote.run([sys.executable, "-m", "trainbus", "order", "mycfg:callbacks"], cwd=tmp_path, timeout=60)
     assert out.returncode == 0, out.stderr
     lines = dict(line.split(": ", 1) for line in out.stdout.strip().splitlines())
     assert lines["before_run"] == "callback[0]:HookRecorder -> callback[1]:PeriodicTrigger-HookRecorder"

@@ -12,6 +12,7 @@ import sys
 import textwrap
 
 import pytest
+import zygote  # tests/_support
 
 from trainbus import __version__
 from trainbus.cli import main
@@ -233,13 +234,14 @@ def test_unknown_argument_from_the_console_script_is_one_line() -> None:
 def test_debug_shows_the_traceback(in_tmp) -> None:
     env = dict(os.environ, TRAINBUS_DEBUG="1", TF_CPP_MIN_LOG_LEVEL="3")
     (in_tmp / "raises_on_import.py").write_text("raise RuntimeError('bad configuration value')\n")
-    r = subprocess.run([sys.executable, "-m", "trainbus", "order", "raises_on_import:config"], cwd=in_tmp,
-                       capture_output=True, text=True, env=env, timeout=120)
+    # forked from the worker's zygote (tests/_support/zygote.py): `trainbus order` imports TensorFlow
+    r = zygote.run([sys.executable, "-m", "trainbus", "order", "raises_on_import:config"], cwd=in_tmp, env=env,
+                   timeout=120)
     assert r.returncode != 0
     assert "Traceback" in r.stderr and "bad configuration value" in r.stderr
     env["TRAINBUS_DEBUG"] = "0"
-    r = subprocess.run([sys.executable, "-m", "trainbus", "order", "nosuch_module_xyz:thing"], cwd=in_tmp,
-                       capture_output=True, text=True, env=env, timeout=120)
+    r = zygote.run([sys.executable, "-m", "trainbus", "order", "nosuch_module_xyz:thing"], cwd=in_tmp, env=env,
+                   timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) <= 2, r.stderr
 
@@ -271,8 +273,7 @@ def test_plugins_reports_broken_distributions_and_strict_is_status_2(tmp_path: p
     assert "deliberately broken" not in block
     assert info["elapsed"] < LIMIT_S, info
     # --strict imports each entry point: the import error is reported, then two lines on stderr, status 2
-    r = subprocess.run([sys.executable, "-m", "trainbus", "plugins", "--strict"], capture_output=True, text=True,
-                       env=env, timeout=180)
+    r = zygote.run([sys.executable, "-m", "trainbus", "plugins", "--strict"], env=env, timeout=180)  # zygote.py
     assert r.returncode == 2, r.stderr[-2000:]
     block = r.stdout.split("trainbus-brokenimport 0.2.0", 1)[1].split("\ntrainbus-", 1)[0]
     assert "ERROR trainbus.callbacks.BrokenCallback: " in block and "deliberately broken" in block
@@ -285,6 +286,7 @@ def test_plugins_reports_broken_distributions_and_strict_is_status_2(tmp_path: p
 def test_closed_output_pipe_is_no_traceback() -> None:
     """``trainbus plugins | head -1``: the reader goes away before the listing is written."""
     for argv in (["plugins"], ["--version"]):
+        # a new interpreter: its own flush of stdout at exit is what must not print a traceback
         p = subprocess.Popen([sys.executable, "-m", "trainbus", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         p.stdout.close()  # nobody reads: every write to stdout fails with EPIPE
         err = p.stderr.read().decode()

@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import zygote  # tests/_support
 
 from trainbus.cli import main
 from trainbus.port import REPORT_NAME, PortArgumentError, port_tree
@@ -119,8 +120,8 @@ def test_compat_route_changes_the_import_and_adds_disable_v2_behavior_only(tmp_p
     assert [c.line for c in report.changes] == [4]
     # the ported file runs on TensorFlow 2.21
     (tmp_path / "dst" / "script.py").write_text(out)
-    r = subprocess.run([sys.executable, str(tmp_path / "dst" / "script.py")], capture_output=True, text=True,
-                       timeout=300)
+    # forked from the worker's zygote (tests/_support/zygote.py): its own process, TensorFlow imported
+    r = zygote.run([sys.executable, str(tmp_path / "dst" / "script.py")], timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip().endswith("(2, 3)")
 

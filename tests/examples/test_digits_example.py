@@ -3,10 +3,10 @@ run again on the same directory, it resumes where it stopped."""
 
 import json
 import os
-import subprocess
 import sys
 
 import tensorflow as tf
+import zygote  # tests/_support
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "examples", "digits_convnet.py")
@@ -14,8 +14,9 @@ SCRIPT = os.path.join(ROOT, "examples", "digits_convnet.py")
 
 def run(logdir, max_epoch):
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    out = subprocess.run([sys.executable, SCRIPT, "--logdir", str(logdir), "--max-epoch", str(max_epoch)],
-                         capture_output=True, text=True, timeout=300, env=env)
+    # forked from the worker's zygote (tests/_support/zygote.py): a process of its own, TensorFlow imported
+    out = zygote.run([sys.executable, SCRIPT, "--logdir", str(logdir), "--max-epoch", str(max_epoch)], timeout=300,
+                     env=env)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     return out.stdout
 
