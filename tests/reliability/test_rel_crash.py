@@ -4,11 +4,11 @@ file that cannot be read; and resuming after each kill works (AutoResumeTrainCon
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import zygote  # tests/_support
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -17,8 +17,8 @@ LINEAGES, KILLS = 4, 6  # 24 kills
 
 def test_sigkill_at_random_moments_leaves_readable_files(tmp_path):
     killer = Path(__file__).resolve().parent / "rel_killer.py"
-    proc = subprocess.run([sys.executable, str(killer), str(tmp_path), str(LINEAGES), str(KILLS), "1234"],
-                          capture_output=True, text=True, timeout=220)
+    # forked from the worker's zygote (tests/_support/zygote.py); rel_killer.py forks each training itself
+    proc = zygote.run([sys.executable, str(killer), str(tmp_path), str(LINEAGES), str(KILLS), "1234"], timeout=220)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads((tmp_path / "report.json").read_text())
     assert sum(k["killed"] for k in report["kills"]) >= 20

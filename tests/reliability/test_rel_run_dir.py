@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import tensorflow as tf
+import zygote  # tests/_support
 
 from relutil import communicate_within, kill_group, start_in_session, wait_for
 
@@ -49,8 +50,9 @@ def test_a_second_training_in_the_same_directory_is_refused_and_sigkill_releases
         # a second script: refused at once, one line, status 75, nothing touched
         go2 = tmp_path / "go2"
         go2.write_text("")  # (were it not refused, it would train 2 epochs and exit 0)
-        second = subprocess.run([sys.executable, str(WORKER), str(d), "hold", str(go2)], capture_output=True,
-                                text=True, timeout=240, env={**os.environ, **ENV})
+        # forked from the worker's zygote (tests/_support/zygote.py), as _worker's processes are
+        second = zygote.run([sys.executable, str(WORKER), str(d), "hold", str(go2)], timeout=240,
+                            env={**os.environ, **ENV})
         assert second.returncode == 75, second.stderr[-3000:]
         assert "Traceback" not in second.stderr and "TRAINED" not in second.stdout
         assert _trainbus_lines(second.stderr) == [
@@ -61,8 +63,8 @@ def test_a_second_training_in_the_same_directory_is_refused_and_sigkill_releases
         # trainbus train with a run file naming the same directory: the same refusal
         run = tmp_path / "run.toml"
         run.write_text((RUNFILES / "valid.toml").read_text().replace("LOGDIR", str(d)))
-        cli = subprocess.run([sys.executable, "-m", "trainbus", "train", str(run)], capture_output=True, text=True,
-                             timeout=240, cwd=str(RUNFILES), env={**os.environ, **ENV, "PYTHONPATH": str(RUNFILES)})
+        cli = zygote.run([sys.executable, "-m", "trainbus", "train", str(run)], timeout=240, cwd=str(RUNFILES),
+                         env={**os.environ, **ENV, "PYTHONPATH": str(RUNFILES)})
         assert cli.returncode == 75, cli.stderr[-3000:]
         assert _trainbus_lines(cli.stderr) == _trainbus_lines(second.stderr)
         assert _snapshot(d) == before
@@ -71,8 +73,7 @@ def test_a_second_training_in_the_same_directory_is_refused_and_sigkill_releases
     first.wait(60)
     assert first.returncode == -signal.SIGKILL
     # the kernel released the lock with the process: the next training runs
-    third = subprocess.run([sys.executable, str(WORKER), str(d), "hold", str(go2)], capture_output=True, text=True,
-                           timeout=300, env={**os.environ, **ENV})
+    third = zygote.run([sys.executable, str(WORKER), str(d), "hold", str(go2)], timeout=300, env={**os.environ, **ENV})
     assert third.returncode == 0 and "TRAINED" in third.stdout, third.stderr[-3000:]
     assert not (d / ".trainbus.lock").exists()  # the killed holder's description was replaced, then removed
 

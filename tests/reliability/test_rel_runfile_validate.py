@@ -8,10 +8,10 @@ from __future__ import annotations
 import hashlib
 import os
 import pathlib
-import subprocess
 import sys
 
 import pytest
+import zygote  # tests/_support
 
 from trainbus.utils import logger
 
@@ -84,8 +84,8 @@ def test_cli_delete_with_three_mistakes_deletes_nothing(rundir) -> None:
     p = rundir / "bad.toml"
     p.write_text(BAD.format(logdir=log, action="d"))
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    r = subprocess.run([sys.executable, "-m", "trainbus", "train", str(p)], capture_output=True, text=True,
-                       cwd=rundir, env=env, timeout=180)
+    # forked from the worker's zygote (tests/_support/zygote.py): a process of its own, TensorFlow imported
+    r = zygote.run([sys.executable, "-m", "trainbus", "train", str(p)], cwd=rundir, env=env, timeout=180)
     assert r.returncode == 2, r.stderr[-3000:]
     assert "3 problem(s); nothing was started" in r.stderr
     assert _snapshot(log) == before
