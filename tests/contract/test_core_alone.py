@@ -18,7 +18,9 @@ distribution provides, because the core gives them in these ways only:
    implicit runs another training when plugins are installed (the ambient plugins of group
    ``trainbus.plugins`` contribute only these, and ``sessinit_for``, which only the plugin name
    ``SmartInit`` asks);
-5. any of these inside Python code a test hands to a subprocess or writes to a file (a string
+5. a core entry point that itself resolves a plugin's name (:data:`CORE_REACHES`, kept complete
+   by ``test_the_core_reaches_plugins_only_where_listed``), called the way that reaches it;
+6. any of these inside Python code a test hands to a subprocess or writes to a file (a string
    that parses as a module with an import); and what only an installed plugin prints, expected
    in a string: a plugin's name under its facade (``"trainbus.callbacks.ModelSaver"``) or a
    plugin distribution with its version (``"trainbus-saver 0.1.0"``), as ``trainbus plugins``
@@ -42,6 +44,17 @@ from trainbus.bus import modpaths
 ROOT = Path(__file__).resolve().parents[2]
 CORE_TESTS = ROOT / "tests" / "core"
 NAME_GROUPS = ("trainbus.callbacks", "trainbus.train", "trainbus.tfutils.sessinit", "trainbus.dataflow")
+#: where the core itself resolves a plugin's name: file -> (what, [(callable, keyword)]); a call of
+#: ``callable`` reaches it when the keyword is given, or (``"-keyword"``) when it is not, or (None) always
+CORE_REACHES = {
+    "core/src/trainbus/contrib/keras.py": (
+        "KerasModel.fit(validation_data=...) validates with InferenceRunner and ScalarStats (trainbus-inference); "
+        "KerasModel(...) without trainer= on several GPUs trains with SyncMultiGPUTrainerParameterServer "
+        "(trainbus-trainers-multigpu)", [("fit", "validation_data"), ("KerasModel", "-trainer")]),
+    "core/src/trainbus/train/config.py": (
+        "AutoResumeTrainConfig restores the checkpoint it finds with SaverRestore (trainbus-sessinit)",
+        [("AutoResumeTrainConfig", None)]),
+}
 #: calls that collect the plugins' default callbacks/monitors unless told otherwise
 DEFAULTING_CALLS = {"TrainConfig": ("extra_callbacks", "monitors"), "AutoResumeTrainConfig": ("extra_callbacks", "monitors"),
                     "train_with_defaults": ("extra_callbacks", "monitors")}
@@ -148,6 +161,14 @@ def plugin_needs(source: str, where: str) -> list[str]:
             if (func == "getattr" and len(args) >= 2 and _root_name(args[0]) in bound
                     and isinstance(args[1], ast.Constant) and args[1].value in PLUGIN_NAMES):
                 out.append(f"{line} uses getattr(..., {args[1].value!r}): {PLUGIN_NAMES[args[1].value]} provides it")
+            for what, triggers in CORE_REACHES.values():
+                for name, keyword in triggers:
+                    given = _keywords(node)
+                    if func != name or (keyword is not None and given is None):
+                        continue
+                    if keyword is None or (keyword.startswith("-") and keyword[1:] not in given) or \
+                            (not keyword.startswith("-") and keyword in given):
+                        out.append(f"{line} calls {name}() so that the core reaches a plugin: {what}")
             if func in ("DEFAULT_CALLBACKS", "DEFAULT_MONITORS"):
                 out.append(f"{line} calls {func}(), which collects what the plugins contribute")
             elif func in DEFAULTING_CALLS:
@@ -179,6 +200,17 @@ def test_no_core_test_needs_a_plugin_distribution():
                      "plugin distribution:\n" + "\n".join(bad))
 
 
+def test_the_core_reaches_plugins_only_where_listed():
+    """The core modules that resolve a plugin's name in their code (not in a docstring or a
+    message) are exactly those of :data:`CORE_REACHES`: a new one must say which test calls reach it."""
+    reaching = set()
+    for path in sorted((ROOT / "core" / "src" / "trainbus").rglob("*.py")):
+        needs = plugin_needs(path.read_text(), str(path.relative_to(ROOT)))
+        if any(" imports " in n or " uses " in n for n in needs):
+            reaching.add(str(path.relative_to(ROOT)))
+    assert reaching == set(CORE_REACHES), reaching
+
+
 def test_the_check_sees_each_kind():
     assert PLUGIN_NAMES["ModelSaver"] == "trainbus-saver" and "SimpleTrainer" not in PLUGIN_NAMES
     planted = {
@@ -196,6 +228,10 @@ def test_the_check_sees_each_kind():
         "t.train_with_defaults(steps_per_epoch=3)\n": "calls train_with_defaults() without extra_callbacks= / monitors=",
         'CODE = """\nfrom trainbus.dataflow import BatchData\n"""\n': "(code in a string) imports BatchData",
         "assert '    trainbus.callbacks.ModelSaver' in out\n": "names trainbus.callbacks.ModelSaver in a string",
+        "M.fit(validation_data=val, max_epoch=3)\n": "calls fit() so that the core reaches a plugin",
+        "KerasModel(f, SIG_IN, SIG_OUT, input=train)\n": "calls KerasModel() so that the core reaches a plugin",
+        "AutoResumeTrainConfig(model=m, dataflow=d, extra_callbacks=[], monitors=[])\n":
+            "calls AutoResumeTrainConfig() so that the core reaches a plugin",
         "assert '  trainbus-saver 0.1.0 (plugin API 1)' in lines\n": "expects 'trainbus-saver 0.1' in an output",
     }
     for source, expected in planted.items():
@@ -203,5 +239,5 @@ def test_the_check_sees_each_kind():
         assert any(expected in f for f in found), (source, found)
     clean = ("import trainbus\nfrom trainbus.train import SimpleTrainer, TrainConfig\nfrom trainbus.testing import "
              "train_tiny\nTrainConfig(model=m, dataflow=d, extra_callbacks=[], monitors=[])\nTrainConfig(**kw)\n"
-             "trainbus.train.NoOpTrainer\nx.ModelSaver = 1\n")
+             "trainbus.train.NoOpTrainer\nx.ModelSaver = 1\nM.fit(max_epoch=1)\nKerasModel(f, input=t, trainer=tr)\n")
     assert plugin_needs(clean, "clean.py") == []
