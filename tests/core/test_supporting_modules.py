@@ -2,12 +2,12 @@
 session creators, ModelDesc, and graph mode with or without eager execution."""
 
 import os
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
+import zygote  # tests/_support
 
 from trainbus.callbacks import Callback
 from trainbus.input_source import DummyConstantInput, FeedInput, QueueInput, StagingInput, TFDatasetInput
@@ -236,7 +236,8 @@ print('steps', tr.global_step, 'eager_now', tf.executing_eagerly())
 
 @pytest.mark.parametrize("disable", ["", "tf.compat.v1.disable_eager_execution()"])
 def test_trainers_run_in_graph_mode_with_or_without_eager(disable):
-    out = subprocess.run([sys.executable, "-c", GRAPH_MODE.format(disable=disable)], capture_output=True, text=True,
-                         timeout=120, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    # forked from the worker's zygote (tests/_support/zygote.py): graph mode switched on in a process of its own
+    out = zygote.run([sys.executable, "-c", GRAPH_MODE.format(disable=disable)], timeout=120,
+                     env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     assert out.returncode == 0, out.stderr[-2000:]
     assert "steps 8" in out.stdout

@@ -3,13 +3,13 @@ cannot import trainbus; outputs equal the trained graph's."""
 
 import json
 import os
-import subprocess
 import sys
 import textwrap
 
 import numpy as np
 import pytest
 import tensorflow as tf
+import zygote  # tests/_support
 
 from trainbus.predict import OfflinePredictor, PredictConfig
 from trainbus.tfutils.export import ModelExporter
@@ -97,8 +97,10 @@ def trained(tmp_path_factory):
 
 
 def _child(jobs):
-    out = subprocess.run([sys.executable, "-I", "-c", CHILD, json.dumps(jobs), json.dumps(X.tolist())],
-                         capture_output=True, text=True, timeout=240, env={**os.environ, "PYTHONPATH": ""})
+    # forked from the worker's zygote (tests/_support/zygote.py), which has not imported trainbus; CHILD
+    # itself takes trainbus off sys.path and blocks its import (what -I did for a new interpreter)
+    out = zygote.run([sys.executable, "-c", CHILD, json.dumps(jobs), json.dumps(X.tolist())], timeout=240,
+                     env={**os.environ, "PYTHONPATH": ""})
     assert out.returncode == 0, out.stderr[-3000:]
     line = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT")][0]
     return {k: np.array(v) for k, v in json.loads(line[len("RESULT"):]).items()}

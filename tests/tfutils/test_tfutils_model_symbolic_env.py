@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
+import zygote  # tests/_support
 
 import trainbus
 import trainbus.tfutils as tfutils
@@ -169,7 +169,7 @@ def test_collect_env_info_is_a_table_and_exported():
 
 
 def test_collect_env_runs_as_a_module():
-    out = subprocess.run([sys.executable, "-m", "trainbus.tfutils.collect_env"], capture_output=True, text=True,
-                         timeout=120)
+    # forked from the worker's zygote (tests/_support/zygote.py): a process of its own, TensorFlow imported
+    out = zygote.run([sys.executable, "-m", "trainbus.tfutils.collect_env"], timeout=120)
     assert out.returncode == 0, out.stderr
     assert "TensorFlow" in out.stdout and "plugin trainbus-param" in out.stdout

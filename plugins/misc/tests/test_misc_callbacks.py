@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-import subprocess
 import sys
 import textwrap
 import threading
@@ -14,6 +13,7 @@ import time
 import numpy as np
 import psutil
 import pytest
+import zygote  # tests/_support
 
 import trainbus
 from trainbus.callbacks import Callback, CallbackFactory
@@ -74,10 +74,10 @@ def test_inject_shell_pdb_driven_through_stdin(tmp_path):
         "c",
     ]) + "\n"
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    p = subprocess.run([sys.executable, "-c", SHELL_SCRIPT, str(flag)], input=commands.encode(),
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path, timeout=120)
-    out = p.stdout.decode()
-    assert p.returncode == 0, p.stderr.decode()[-2000:] + out[-2000:]
+    # forked from the worker's zygote (tests/_support/zygote.py): pdb reads the commands from its stdin
+    p = zygote.run([sys.executable, "-c", SHELL_SCRIPT, str(flag)], input=commands, env=env, cwd=tmp_path, timeout=120)
+    out = p.stdout
+    assert p.returncode == 0, p.stderr[-2000:] + out[-2000:]
     assert "('GS', 8, 'InjectShell')" in out     # after epoch 1
     assert "('EPOCH', 1)" in out
     assert "('GS', 16, 'InjectShell')" in out    # after epoch 2, the file still existed

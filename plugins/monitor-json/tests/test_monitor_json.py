@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+import zygote  # tests/_support
 
 import trainbus.callbacks
 from trainbus.callbacks import Callback
@@ -203,8 +204,8 @@ def _check_valid_history(stats, must_have_up_to):
 
 class _Child:
     def __init__(self, logdir):
-        self.proc = subprocess.Popen([sys.executable, CHILD, str(logdir)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, bufsize=1)
+        # forked from the worker's zygote (tests/_support/zygote.py); it forks each training itself
+        self.proc = zygote.zygote().popen([sys.executable, CHILD, str(logdir)], stdin=subprocess.PIPE)
 
     def expect(self, prefix, timeout=60.0):
         deadline = time.monotonic() + timeout

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import textwrap
 
 import tensorflow as tf
+import zygote  # tests/_support
 
 SCRIPT = textwrap.dedent("""
     import os, sys
@@ -38,7 +38,8 @@ SCRIPT = textwrap.dedent("""
 def test_crash_during_the_state_update_keeps_the_previous_checkpoint(tmp_path):
     d = tmp_path / "log"
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", TRAINBUS_DISABLE_PLUGIN_AUTOLOAD="1")
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(d)], env=env, capture_output=True, text=True, timeout=240)
+    # forked from the worker's zygote (tests/_support/zygote.py): a process of its own that dies mid-save
+    proc = zygote.run([sys.executable, "-c", SCRIPT, str(d)], env=env, timeout=240)
     assert proc.returncode == 3, proc.stdout[-2000:] + proc.stderr[-2000:]
     # model-16's files were written, but the state file was never switched to it
     assert os.path.isfile(d / "model-16.index")

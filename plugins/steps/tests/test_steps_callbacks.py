@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import os
-import subprocess
 import sys
 import textwrap
 import time
@@ -13,6 +12,7 @@ import warnings
 import numpy as np
 import pytest
 import tensorflow as tf
+import zygote  # tests/_support
 
 import trainbus
 from trainbus.testing import train_tiny
@@ -95,10 +95,13 @@ SCRIPT = textwrap.dedent("""
 def test_progress_bar_subprocess_stdout_pipe(tmp_path):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     env.pop("TRAINBUS_PROGRESS_BAR", None)
-    p = subprocess.run([sys.executable, "-c", SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                       cwd=tmp_path, timeout=120)
-    out = p.stdout.decode()
-    assert p.returncode == 0, p.stderr.decode()[-2000:]
+    # forked from the worker's zygote (tests/_support/zygote.py); stdout read as bytes, so that the
+    # live bar's "\r" is not turned into a newline
+    p = zygote.zygote().popen([sys.executable, "-c", SCRIPT], cwd=tmp_path, env=env)
+    p.stdout = p.stdout.detach()
+    stdout, stderr = p.communicate(timeout=120)
+    out = stdout.decode()
+    assert p.returncode == 0, stderr[-2000:]
     assert "DONE" in out
     auto, forced = out.split("=====FORCED=====")
     # stdout is a pipe: plain lines, no carriage-return storm

@@ -39,6 +39,8 @@ def run_cluster(out: Path, trainer: str, gpus: int = 1, **extra_env: str):
     procs = {}
     for name, job, task in (("ps", "ps", 0), ("w0", "worker", 0), ("w1", "worker", 1)):
         log = open(out / f"{name}.log", "wb")
+        # new interpreters, not zygote children: a child's quick os._exit ends the ps before the chief's Dump
+        # callback reads the variables in after_train (the workers report done to the ps before it runs)
         procs[name] = (subprocess.Popen([sys.executable, str(WORKER), str(out), trainer, job, str(task), *ports,
                                          str(gpus)], stdout=log, stderr=subprocess.STDOUT, env=env,
                                         start_new_session=True), log)
