@@ -188,14 +188,13 @@ def test_remap_input_source_feeds_some_inputs_and_leaves_the_others_placeholders
 
 
 def test_zmq_input_trains_from_a_sender_process(logdir, tmp_path):
+    import subprocess
     import sys
 
-    import zygote  # tests/_support
     from trainbus.input_source import ZMQInput
 
     addr = f"ipc://{tmp_path}/train-pipe"
-    # forked from the worker's zygote (tests/_support/zygote.py): a sender process of its own
-    sender = zygote.zygote().popen([sys.executable, "-c", (
+    sender = subprocess.Popen([sys.executable, "-c", (
         "from trainbus_dataflow.remote import send_dataflow_zmq\n"
         "from trainbus.testing import tiny_dataflow\n"
         f"send_dataflow_zmq(tiny_dataflow(), {addr!r}, max_datapoints=24)\n")])
