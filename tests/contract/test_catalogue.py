@@ -15,7 +15,8 @@ def test_the_catalogue_is_what_the_pyprojects_say():
     spec = importlib.util.spec_from_file_location("gen_catalogue", ROOT / "tools" / "gen_catalogue.py")
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
-    assert gen.TARGET.read_text() == gen.build(), "core/src/trainbus/bus/catalogue.py is stale: run tools/gen_catalogue.py"
+    assert gen.TARGET.read_text() == gen.build(), \
+        "core/src/trainbus/bus/catalogue.py is stale: run tools/gen_catalogue.py"
     namespace: dict = {}
     exec(gen.build(), namespace)
     assert namespace["KNOWN_MODULES"]["trainbus.graph_builder"] == "trainbus-trainers-multigpu"

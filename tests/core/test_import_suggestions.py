@@ -9,7 +9,6 @@ import pytest
 
 
 @pytest.mark.parametrize("module, wrong, right", [
-    ("trainbus.callbacks", "ModelSavr", "ModelSaver"),          # a plugin's name
     ("trainbus.callbacks", "PeriodicTriger", "PeriodicTrigger"),  # a core name
     ("trainbus.train", "TrainConfg", "TrainConfig"),
     ("trainbus", "TrainConfg", "TrainConfig"),
@@ -25,6 +24,19 @@ def test_from_import_of_a_misspelled_name_suggests(module, wrong, right):
     assert not hasattr(mod, wrong)
     with pytest.raises(AttributeError, match=f"has no attribute {wrong!r}"):
         getattr(mod, wrong)
+
+
+def test_a_misspelled_plugin_name_suggests_the_installed_one(tmp_path):
+    from fakedist import make_dist, on_path
+
+    root = make_dist(tmp_path / "site", "trainbus-suggest", "0.1",
+                     {"trainbus.callbacks": {"NanStopper": "sg:NanStopper"}},
+                     {"sg": "from trainbus.callbacks import Callback\n__all__ = ['NanStopper']\n"
+                            "class NanStopper(Callback):\n    pass\n"})
+    with on_path(root):
+        with pytest.raises(ImportError, match=r"^cannot import name 'NanStoper' from 'trainbus.callbacks'; "
+                                              r"did you mean 'NanStopper'"):
+            exec("from trainbus.callbacks import NanStoper", {})
 
 
 def test_a_name_with_nothing_close_says_where_to_look():
