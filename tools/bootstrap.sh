@@ -58,6 +58,8 @@ case "$JOB" in
   example)
     exec "$VPY" examples/digits_convnet.py ;;
   test)
+    # tests/core with the core alone first (about a minute): no plugin distribution visible
+    tools/test_core_alone.sh "$VPY"
     exec "$VPY" -m pytest -n 2 --dist loadfile ;;
   setup)
     echo "== ready: $VPY" ;;

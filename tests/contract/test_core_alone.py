@@ -30,10 +30,10 @@ The plugin names are those the repository's plugin distributions declare (their
 ``pyproject.toml``), so a name added to a plugin is covered at once. ``test_the_check_sees_each_kind``
 plants one violation of each kind and asserts that it is reported. What it cannot see is a name
 put together at run time (``exec(f"from {module} import {name}")`` with the name a parameter):
-``tests/core`` was run once for real with the core alone (``python -S`` with a site-packages
-holding no plugin distribution: ``PYTHONPATH=core/src:<that directory> python -S -m pytest
-tests/core -p no:xdist``), which is how such a case and the core's own reaches into plugins
-(:data:`CORE_REACHES`) were found; run that again after large changes to ``tests/core``.
+``tools/test_core_alone.sh`` runs ``tests/core`` for real with the core alone (``python -S``,
+a view of site-packages without the plugin distributions; about a minute), and
+``tools/bootstrap.sh test`` (CI) runs it before the suite; it is how such a case and the core's
+own reaches into plugins (:data:`CORE_REACHES`) were found.
 """
 
 from __future__ import annotations
