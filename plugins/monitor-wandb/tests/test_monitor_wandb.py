@@ -27,6 +27,9 @@ HIST_DATA = [0.5, 1.0, 1.0, 2.0, 3.5, -1.0]
 @pytest.fixture()
 def wandb_home(tmp_path, monkeypatch):
     """W&B offline, silent, with every one of its directories under ``tmp_path``."""
+    # a W&B session an earlier test of this process left (a WandbMonitor built elsewhere) would
+    # keep its own settings: this test's environment applies to a new one
+    wandb.teardown()
     home = tmp_path / "wandb-home"
     for var, sub in (("WANDB_DIR", "runs"), ("WANDB_CONFIG_DIR", "config"), ("WANDB_CACHE_DIR", "cache"),
                      ("WANDB_DATA_DIR", "data")):
