@@ -9,11 +9,13 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+import zygote  # tests/_support
 
 # these tests start real processes on local ports (see the root conftest.py)
 pytestmark = pytest.mark.cluster
@@ -31,19 +33,34 @@ def free_ports(n: int) -> list[int]:
     return pick(n)
 
 
+def _copy_lines(stream, log, lock) -> None:
+    for line in stream:
+        with lock:
+            log.write(line)
+            log.flush()
+    stream.close()
+
+
 def run_cluster(out: Path, trainer: str, gpus: int = 1, **extra_env: str):
     """Start ps 0, worker 0, worker 1; wait for all; returns {name: (rc, log)}."""
     out.mkdir(parents=True, exist_ok=True)
     ports = [str(p) for p in free_ports(3)]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1", **extra_env)
     procs = {}
+    copiers = []
     for name, job, task in (("ps", "ps", 0), ("w0", "worker", 0), ("w1", "worker", 1)):
-        log = open(out / f"{name}.log", "wb")
-        # new interpreters, not zygote children: a child's quick os._exit ends the ps before the chief's Dump
-        # callback reads the variables in after_train (the workers report done to the ps before it runs)
-        procs[name] = (subprocess.Popen([sys.executable, str(WORKER), str(out), trainer, job, str(task), *ports,
-                                         str(gpus)], stdout=log, stderr=subprocess.STDOUT, env=env,
-                                        start_new_session=True), log)
+        log = open(out / f"{name}.log", "w")
+        # forked from the worker's zygote (tests/_support/zygote.py), in a session of its own. A ps
+        # child exits as soon as every worker reported done: the chief's Dump, reading the ps
+        # variables in after_train, shows that no worker reports done before its callbacks end. Its
+        # stdout and stderr lines are copied into one log file as they come (unbuffered output)
+        p = zygote.zygote().popen([sys.executable, str(WORKER), str(out), trainer, job, str(task), *ports, str(gpus)],
+                                  env=env)
+        lock = threading.Lock()
+        for stream in (p.stdout, p.stderr):
+            copiers.append(threading.Thread(target=_copy_lines, args=(stream, log, lock), daemon=True))
+            copiers[-1].start()
+        procs[name] = (p, log)
     t0 = time.monotonic()
     result = {}
     try:
@@ -59,6 +76,9 @@ def run_cluster(out: Path, trainer: str, gpus: int = 1, **extra_env: str):
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
                 result[name] = (None, "")
+        for t in copiers:
+            t.join(30)
+        for name, (p, log) in procs.items():
             log.close()
     for name, (p, _) in procs.items():
         text = (out / f"{name}.log").read_text(errors="replace")

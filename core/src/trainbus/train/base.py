@@ -3,8 +3,8 @@
 The per-step work goes through ``trainer.hooked_sess`` (:mod:`trainbus.session`): one
 ``Session.run`` per step. Strategies (multi-GPU, distributed, Horovod) build the graph in
 subclasses and plug into the loop through the public seams ``agree_stop``/``confirm_stop``
-(every process stops after the same step), ``after_session_init`` and
-``broadcast_variables``.
+(every process stops after the same step), ``after_session_init``, ``broadcast_variables``
+and ``before_session_close``.
 """
 
 from __future__ import annotations
@@ -369,6 +369,11 @@ class Trainer(ResumableTrainer):
         """Seam for strategies: runs once the session is created and ``session_init`` ran
         (restored), before the graph is finalized; e.g. ``self.broadcast_variables(...)``."""
 
+    def before_session_close(self) -> None:
+        """Seam for strategies: runs at the very end of training (also after a failure), once
+        every callback's ``after_train`` ran and the last checkpoint is committed, before the
+        session closes; e.g. telling the parameter servers this worker is done with them."""
+
     def broadcast_variables(self, when: str) -> None:
         """Seam for strategies: make every process's variables equal to the chief's (``when``
         names the moment for the log). A single process has nothing to do."""
@@ -517,6 +522,10 @@ class Trainer(ResumableTrainer):
                 logger.error(f"Committing the last checkpoint failed: {type(e).__name__}: {e}")
             self._defer_commits = False
             _ckpt.release_run_dirs(self)
+            try:
+                self.before_session_close()
+            except Exception as e:  # noqa: BLE001 - the outcome of the training matters more
+                logger.warning(f"{type(self).__name__}.before_session_close failed: {type(e).__name__}: {e}")
             try:
                 if self.hooked_sess is not None:
                     self.hooked_sess.close()

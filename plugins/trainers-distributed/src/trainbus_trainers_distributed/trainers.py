@@ -10,7 +10,6 @@ from typing import Any, Callable
 
 import tensorflow as tf
 
-from trainbus.callbacks.base import Callback
 from trainbus.tfutils.common import get_global_step_var
 from trainbus.tfutils.tower import TowerFunc
 from trainbus.plugin_api import TrainingInterrupted, checkpoint_report, signum_of_reason
@@ -174,26 +173,6 @@ def threading_is_main() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-class _ReportDone(Callback):
-    """At the end of training (also after a failure) tell every ps task this worker is done."""
-
-    _chief_only = False
-
-    def __init__(self, ops: list[Any]) -> None:
-        self._ops = ops
-
-    def _after_train(self) -> None:
-        opts = tf1.RunOptions(timeout_in_ms=10000)
-        for op in self._ops:
-            try:
-                self.trainer.sess.run(op, options=opts)
-            except Exception as e:  # noqa: BLE001 - a ps that is gone must not hide the real outcome
-                logger.warning(f"Could not report 'done' to a parameter server: {type(e).__name__}: {e}")
-
-    def __str__(self) -> str:
-        return "ReportDoneToPS"
-
-
 class DistributedSessionCreator(tf1.train.SessionCreator):
     """Sessions for workers of a cluster: the chief initializes the global variables (except
     the init-done flag, which the trainer initializes after ``session_init``); the other
@@ -331,8 +310,8 @@ class DistributedTrainerBase(SingleCostTrainer):
             self._stop_code = tf1.placeholder(tf.int32, [], name="trainbus_stop_code")
             self._stop_write = tf1.scatter_update(self._stop_var, [self.task_index],
                                                   tf.reshape(self._stop_code, [1]), name="trainbus_stop_write")
-        cbs = self._build_training(input, get_cost_fn, get_opt_fn)
-        return list(cbs) + [_ReportDone(done_ops)]
+        self._done_ops = done_ops
+        return list(self._build_training(input, get_cost_fn, get_opt_fn))
 
     def _build_training(self, input: Any, get_cost_fn: TowerFunc, get_opt_fn: Callable[[], Any]) -> list:
         raise TypeError(f"{type(self).__name__} must implement _build_training")
@@ -354,6 +333,20 @@ class DistributedTrainerBase(SingleCostTrainer):
             session_creator = DistributedSessionCreator(self.server, self.is_chief, config=session_creator.config)
         with self.graph.as_default(), tf1.device(self._worker_cpu):
             super().initialize(session_creator, session_init)
+
+    def before_session_close(self) -> None:
+        """Tell every ps task this worker is done with it (also after a failure), once every
+        callback's ``after_train`` ran and the last checkpoint is written: a ps ends when all
+        workers are done, so nothing of this worker may need its variables afterwards."""
+        super().before_session_close()
+        if self.sess is None:
+            return
+        opts = tf1.RunOptions(timeout_in_ms=10000)
+        for op in getattr(self, "_done_ops", ()):
+            try:
+                self.sess.run(op, options=opts)
+            except Exception as e:  # noqa: BLE001 - a ps that is gone must not hide the real outcome
+                logger.warning(f"Could not report 'done' to a parameter server: {type(e).__name__}: {e}")
 
     def after_session_init(self) -> None:
         super().after_session_init()
