@@ -13,7 +13,8 @@ uncaught exception, death by a signal), atexit handlers included.
 What a child cannot differ in from its zygote is what TensorFlow read when it was imported
 (``TF_CPP_MIN_LOG_LEVEL``, ``TF_ENABLE_ONEDNN_OPTS``, ...): a test about import-time behaviour
 (TensorFlow's C++ log lines on stderr, a signal during ``import tensorflow``, the process's
-command line) starts a fresh interpreter instead (:func:`subprocs.start_in_session`).
+command line, the hash seed of ``str``) starts a new interpreter instead
+(``subprocs.start_in_session(..., fresh=True)`` or ``subprocess``).
 """
 
 from __future__ import annotations
