@@ -40,12 +40,6 @@ if [ "$JOB" != "example" ]; then
   # same `tensorflow/` package as tensorflow-cpu: put the CPU build's files back (oneDNN kernels,
   # e.g. NCHW convolutions on the CPU), keeping both distributions' metadata
   pipq --force-reinstall --no-deps "tensorflow-cpu==2.21.0"
-  # scikit-learn (SVMLightData's reader) outside the venv's site-packages: Keras imports it during
-  # `import tensorflow` whenever it is importable (~0.6 s per process); only the SVMLightData test
-  # puts this folder on its path
-  if [ ! -d "$VENV/opt/sklearn/sklearn" ]; then
-    pipq --no-deps --target "$VENV/opt/sklearn" "scikit-learn>=1.3" "joblib>=1.2" "threadpoolctl>=3.1"
-  fi
   echo "== installing horovod (built once per machine, then cached)"
   tools/install_horovod.sh "$VPY"
 fi
@@ -54,6 +48,17 @@ fi
 "$VPY" -m pip uninstall -q -y trainbus-trainers-single 2>/dev/null || true
 echo "== installing trainbus (core) and the plugins under plugins/ (editable)"
 pipq --no-build-isolation -e "core[plot]" "${plugins[@]}"  # [plot]: matplotlib, for trainbus show --plot
+if [ "$JOB" != "example" ]; then
+  # scikit-learn (SVMLightData's reader) outside the venv's site-packages: Keras imports it during
+  # `import tensorflow` whenever it is importable (~0.6 s per process); only the SVMLightData test
+  # puts this folder on its path
+  # (its own requirements beside it, --no-deps: numpy and scipy, from trainbus-dataflow, stay the venv's)
+  if ! PYTHONPATH="$VENV/opt/sklearn" "$VPY" -c "import sklearn.datasets" 2>/dev/null; then
+    pipq --no-deps --upgrade --target "$VENV/opt/sklearn" "scikit-learn>=1.3" "joblib>=1.4" \
+      "threadpoolctl>=3.5" "narwhals>=2.0.1"
+    PYTHONPATH="$VENV/opt/sklearn" "$VPY" -c "import sklearn.datasets"
+  fi
+fi
 case "$JOB" in
   example)
     exec "$VPY" examples/digits_convnet.py ;;
