@@ -127,8 +127,9 @@ def pytest_collection_modifyitems(config, items):
     heavy_first = sorted(files, key=lambda f: -weights.get(f, 0.0))
     # Cluster tests wait for each other (the lock below): between two cluster files come other
     # files of about the first one's weight, so that the other worker has work meanwhile.
-    clustered = [f for f in heavy_first if any(i.get_closest_marker("cluster") for i in files[f])]
-    others = [f for f in heavy_first if f not in set(clustered)]
+    is_cluster = {f: any(i.get_closest_marker("cluster") for i in files[f]) for f in heavy_first}
+    clustered = [f for f in heavy_first if is_cluster[f]]
+    others = [f for f in heavy_first if not is_cluster[f]]
     order: list[str] = []
     while clustered or others:
         budget = float("inf")
