@@ -9,8 +9,13 @@ round, so that machine load hits them alike; the table gives medians:
 * **trainbus**: ``launch_train_with_config(TrainConfig(...), SimpleTrainer())``;
 * **bare loop**: the same graph built by hand, ``tf.compat.v1.Session()``, the variables
   initialized, one ``sess.run(train_op, feed_dict)``;
+* **bare loop, same logging**: the bare loop plus what ``add_moving_summary`` and the default
+  monitors set up before the first step: the exponential moving average of the cost, its update
+  grouped into the step, a scalar summary of it, ``merge_all`` and a
+  ``tf.compat.v1.summary.FileWriter`` in a temporary directory (nothing written to it). A
+  framework's overhead is given over both bare loops;
 * **tensorpack** (``--tensorpack-python PATH``, an interpreter where ``import tensorpack``
-  works): tensorpack's own ``launch_train_with_config``, and a bare loop in that interpreter.
+  works): tensorpack's own ``launch_train_with_config``, and both bare loops in that interpreter.
 
 Seconds to the first step are counted from just before the process is started (interpreter
 start-up and ``import tensorflow`` included, as a user waits for them); "after TF" counts from
@@ -27,7 +32,7 @@ TensorFlow), and the ``trainbus plugins`` command.
     python bench/bench_startup.py                       # 5 rounds
     python bench/bench_startup.py --rounds 9 --tensorpack-python /path/to/venv/bin/python
 
-Targets (issue "Startup"): overhead over the bare loop to the first step <= 0.05 s; peak RSS
+Targets (issue "Startup"): overhead over the bare loop (in the same environment) to the first step <= 0.05 s; peak RSS
 over the bare loop <= tensorpack's; ``from trainbus import *`` after TensorFlow <= 0.15 s;
 ``import trainbus`` <= 0.05 s without TensorFlow; ``trainbus plugins`` < 0.5 s.
 
@@ -77,7 +82,10 @@ def _report(marks: dict) -> None:
     os._exit(0)  # the first step is where this measurement ends
 
 
-def child_bare() -> None:
+def child_bare(logging_too: bool = False) -> None:
+    """The bare loop; with ``logging_too``, "same logging": also what ``add_moving_summary``
+    and the default monitors set up before the first step (the moving average of the cost
+    updated with the step, its scalar summary, the merged summaries, an event file)."""
     marks: dict = {}
     import tensorflow as tf
 
@@ -90,14 +98,27 @@ def child_bare() -> None:
     with tf.Graph().as_default():
         x = tf1.placeholder(tf.float32, [BATCH, 784], name="x")
         y = tf1.placeholder(tf.int32, [BATCH], name="y")
-        train_op = tf1.train.GradientDescentOptimizer(0.01).minimize(mlp_cost(tf, x, y))
+        cost = mlp_cost(tf, x, y)
+        train_op = tf1.train.GradientDescentOptimizer(0.01).minimize(cost)
+        if logging_too:
+            ema = tf1.train.ExponentialMovingAverage(0.95, zero_debias=True)
+            train_op = tf.group(train_op, ema.apply([cost]))
+            tf1.summary.scalar("cost-summary", ema.average(cost))
+            tf1.summary.merge_all()  # run at an epoch's end, as the default MergeAllSummaries does
         init = tf1.global_variables_initializer()
         marks["graph"] = _now()
+        if logging_too:
+            # with a file name suffix the event file is created now (without one, at the first write)
+            writer = tf1.summary.FileWriter(tempfile.mkdtemp(prefix="bench-startup-bare-"),
+                                            filename_suffix=f".{os.getpid()}")
+            marks["writer"] = _now()
         sess = tf1.Session()
         sess.run(init)
         marks["session"] = _now()
         sess.run(train_op, feed_dict={x: dps[0][0], y: dps[0][1]})
         marks["first"] = _now()
+        if logging_too:
+            writer.close()  # after the measurement, as a training closes its event file at the end
     _report(marks)
 
 
@@ -191,6 +212,11 @@ def child_import() -> None:
 
 
 # ----------------------------------------------------------------------------- parent
+#: the kinds' names in the tables: the bare loop, the bare loop with the same logging, and both
+#: in tensorpack's interpreter
+LOGGING, TP_BARE, TP_LOGGING = "bare, same logging", "bare (tp python)", "bare, same logging (tp python)"
+
+
 def child_env() -> tuple[dict, str]:
     env = dict(os.environ)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -244,19 +270,21 @@ def main() -> None:
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        {"bare": child_bare, "trainbus": lambda: child_framework("trainbus"),
+        {"bare": child_bare, "bare-logging": lambda: child_bare(logging_too=True),
+         "trainbus": lambda: child_framework("trainbus"),
          "tensorpack": lambda: child_framework("tensorpack"), "star-trainbus": lambda: child_star("trainbus"),
          "star-tensorpack": lambda: child_star("tensorpack"), "import": child_import}[args.child]()
         return
 
     env, note = child_env()
-    kinds = [("trainbus", sys.executable, "trainbus"), ("bare", sys.executable, "bare")]
+    kinds = [("trainbus", sys.executable, "trainbus"), ("bare", sys.executable, "bare"),
+             (LOGGING, sys.executable, "bare-logging")]
     tp_note = ""
     if args.tensorpack_python:
         tp_note = importable(args.tensorpack_python, "tensorpack", env)
         if tp_note is None:
             kinds += [("tensorpack", args.tensorpack_python, "tensorpack"),
-                      ("bare (tensorpack's python)", args.tensorpack_python, "bare")]
+                      (TP_BARE, args.tensorpack_python, "bare"), (TP_LOGGING, args.tensorpack_python, "bare-logging")]
     else:
         tp_note = "not measured: no --tensorpack-python given"
 
@@ -296,49 +324,54 @@ def report(args, kinds, runs, star, imports, plugins_cmd, note, tp_note) -> None
     def span(name: str, a: str, b: str, c: int) -> float:
         return med([r[b][c] - r[a][c] for _, r, _ in runs[name] if a in r and b in r])
 
+    def after_tf(name: str, c: int) -> float:  # from the moment `import tensorflow` returned
+        return span(name, "tf", "first", c)
+
     def rss(name: str) -> float:
         return med([kb / 1024 for _, _, kb in runs[name]])
 
-    pairs = [("trainbus", "bare")] + ([("tensorpack", "bare (tensorpack's python)")] if "tensorpack" in runs else [])
+    # each framework against both bare loops of its own interpreter: the plain one (cost and
+    # train_op only) and the one with the same logging (moving average, summaries, event file)
+    pairs = [("trainbus", "bare", LOGGING)] + ([("tensorpack", TP_BARE, TP_LOGGING)] if "tensorpack" in runs else [])
     load = os.getloadavg()
     print(f"\nStartup on the defaults workload (MLP 784-256-256-10, default callbacks and monitors): median of "
           f"{args.rounds} interleaved rounds of fresh interpreters; load average {load[0]:.2f} {load[1]:.2f} "
           f"{load[2]:.2f} on {os.cpu_count()} CPUs. Wall seconds, and the process's CPU seconds (all threads) "
           "in brackets: the CPU figure moves less with the machine's load")
+    print('"bare": the graph by hand (cost, train_op), a Session, one step; "bare, same logging": that plus the '
+          "moving average of the cost updated with the step, its scalar summary, merge_all and an event file "
+          "(FileWriter) created before the first step")
     if note:
         print(note)
-    cols = [k for k, _, _ in kinds]
-    w = max(len(c) for c in cols) + 2
-    print(f"\n{'':<36}" + "".join(f"{c:>{w}}" for c in cols))
-    print(f"{'to the first step (s)':<36}" + "".join(f"{total(c, 0):>{w}.3f}" for c in cols))
-    print(f"{'  [CPU s]':<36}" + "".join(f"{total(c, 1):>{w}.3f}" for c in cols))
-    print(f"{'  after import tensorflow (s)':<36}" + "".join(f"{span(c, 'tf', 'first', 0):>{w}.3f}" for c in cols))
-    print(f"{'  [CPU s]':<36}" + "".join(f"{span(c, 'tf', 'first', 1):>{w}.3f}" for c in cols))
-    print(f"{'peak RSS (MB)':<36}" + "".join(f"{rss(c):>{w}.0f}" for c in cols))
+    w = max(len(k) for k, _, _ in kinds) + 2
+    print(f"\n{'':<{w}}{'to the first step':>22}{'after import tensorflow':>26}{'peak RSS':>10}")
+    for name, _, _ in kinds:
+        print(f"{name:<{w}}{f'{total(name, 0):.3f} s [{total(name, 1):.3f}]':>22}"
+              f"{f'{after_tf(name, 0):.3f} s [{after_tf(name, 1):.3f}]':>26}{f'{rss(name):.0f} MB':>10}")
     print()
-    for fw, bare in pairs:
-        print(f"{fw} over its bare loop: to the first step {total(fw, 0) - total(bare, 0):+.3f} s "
-              f"[CPU {total(fw, 1) - total(bare, 1):+.3f} s]; after import tensorflow "
-              f"{span(fw, 'tf', 'first', 0) - span(bare, 'tf', 'first', 0):+.3f} s "
-              f"[CPU {span(fw, 'tf', 'first', 1) - span(bare, 'tf', 'first', 1):+.3f} s] (target <= 0.05); "
-              f"peak RSS {rss(fw) - rss(bare):+.0f} MB")
+    for fw, *bares in pairs:
+        for bare in bares:
+            print(f"{fw} over {bare!r}: to the first step {total(fw, 0) - total(bare, 0):+.3f} s "
+                  f"[CPU {total(fw, 1) - total(bare, 1):+.3f} s]; after import tensorflow "
+                  f"{after_tf(fw, 0) - after_tf(bare, 0):+.3f} s "
+                  f"[CPU {after_tf(fw, 1) - after_tf(bare, 1):+.3f} s] (target <= 0.05); "
+                  f"peak RSS {rss(fw) - rss(bare):+.0f} MB")
     if "tensorpack" not in runs:
         print(f"tensorpack: {tp_note}")
-    print("\nPhases, median s [CPU s]         trainbus          bare loop" +
-          ("         tensorpack" if "tensorpack" in runs else ""))
-    rows = [("import the framework", ("tf", "import"), ("tf", "import")),
-            ("TrainConfig + graph", ("import", "setup0"), ("import", "graph")),
-            ("callbacks setup", ("setup0", "setup1"), None),
-            ("session + initialization", ("setup1", "session"), ("graph", "session")),
-            ("first step", ("session", "first"), ("session", "first"))]
-    for label, fw_span, bare_span in rows:
+    phase_kinds = ["trainbus", "bare", LOGGING] + (["tensorpack"] if "tensorpack" in runs else [])
+    print(f"\n{'Phases, median s [CPU s]':<30}" + "".join(f"{k:>20}" for k in phase_kinds))
+    # (label, the framework's marks, the bare loop's, the bare loop with logging's)
+    rows = [("import the framework", ("tf", "import"), ("tf", "import"), ("tf", "import")),
+            ("TrainConfig + graph", ("import", "setup0"), ("import", "graph"), ("import", "graph")),
+            ("callbacks setup / FileWriter", ("setup0", "setup1"), None, ("graph", "writer")),
+            ("session + initialization", ("setup1", "session"), ("graph", "session"), ("writer", "session")),
+            ("first step", ("session", "first"), ("session", "first"), ("session", "first"))]
+    for label, fw_span, bare_span, logging_span in rows:
         def cell(name: str, sp: tuple[str, str] | None) -> str:
             return "-" if sp is None else f"{span(name, *sp, 0):.3f} [{span(name, *sp, 1):.3f}]"
 
-        line = f"  {label:<30}{cell('trainbus', fw_span):>18}{cell('bare', bare_span):>19}"
-        if "tensorpack" in runs:
-            line += f"{cell('tensorpack', fw_span):>19}"
-        print(line)
+        spans = {"trainbus": fw_span, "bare": bare_span, LOGGING: logging_span, "tensorpack": fw_span}
+        print(f"  {label:<28}" + "".join(f"{cell(k, spans[k]):>20}" for k in phase_kinds))
 
     def timed(lines: list[list[str]]) -> str:
         return f"{med([float(x[0]) for x in lines]):.3f} s [CPU {med([float(x[1]) for x in lines]):.3f} s]"
