@@ -1,6 +1,7 @@
 """Startup: ``import trainbus`` stays light, the installed distributions' entry points are read
 once per process (by listing ``sys.path``, the same distributions ``importlib_metadata`` finds),
-and a training imports the plugin distributions its configuration uses and no other.
+and a training imports the plugin distributions its configuration uses and no other (nor the
+input sources and session initializers it does not use), looking each ambient plugin through once.
 
 The times themselves are measured by ``bench/bench_startup.py``, not here."""
 
@@ -158,7 +159,7 @@ TRAIN = textwrap.dedent("""
     import json, sys, tempfile
     import numpy as np
     import tensorflow as tf
-    from trainbus.bus import registry
+    from trainbus.bus import manager, registry
     from trainbus.dataflow import DataFromList
     from trainbus.input_source import FeedInput
     from trainbus.train import ModelDesc, SimpleTrainer, TrainConfig, launch_train_with_config
@@ -181,6 +182,9 @@ TRAIN = textwrap.dedent("""
         def optimizer(self):
             return tf1.train.GradientDescentOptimizer(0.1)
 
+    looked = []  # the ambient plugins looked through and guarded, by description
+    guard = manager._guard
+    manager._guard = lambda pm, obj, who: looked.append(who) or guard(pm, obj, who)
     logger.set_logger_dir(tempfile.mkdtemp(prefix="startup-test-"), action="k")
     rng = np.random.RandomState(0)
     dps = [[rng.rand(4, 3).astype("float32"), rng.randint(0, 2, size=4).astype("int32")] for _ in range(2)]
@@ -197,6 +201,9 @@ TRAIN = textwrap.dedent("""
         "used": sorted(used), "ambient": sorted(ambient), "scans": registry.scans,
         "core": sorted(m for m in sys.modules if m.startswith("trainbus.")),
         "zmq": "zmq" in sys.modules, "steps": trainer.global_step,
+        "sessinit": sorted(m for m in sys.modules if m.startswith("trainbus_sessinit")),
+        "looked": looked, "loaded": [registry.describe(eps[0]) for eps in registry.index(registry.PLUGIN_GROUP).values()],
+        "run_ambient": sorted(n for n, _ in trainer.plugin_manager.list_name_plugin() if n.startswith("plugin:")),
     }))
 """)
 
@@ -221,5 +228,13 @@ def test_a_defaults_training_imports_only_the_plugins_its_configuration_uses(tmp
     for module in ("trainbus.predict", "trainbus.models", "trainbus.port", "trainbus.runfile", "trainbus.contrib",
                    "trainbus.compose"):
         assert module not in res["core"], module
+    for module in ("queue", "staging", "tensor", "tfdata", "zmq"):  # the input sources it does not use
+        assert f"trainbus.input_source.{module}" not in res["core"], module
     assert not res["zmq"]
+    # the ambient plugin sessinit answers SmartInit; a training that restores nothing imports
+    # none of its session initializers
+    assert res["sessinit"] == ["trainbus_sessinit", "trainbus_sessinit._plugin"], res["sessinit"]
     assert res["scans"] == 1  # entry points read once for the whole training
+    # the ambient plugins, loaded by the contribution manager and by the training's manager, were
+    # each looked through once
+    assert sorted(res["looked"]) == sorted(res["loaded"]) and len(res["run_ambient"]) == len(res["loaded"]), res

@@ -30,6 +30,10 @@ _DEFAULT_OPTS: dict[str, Any] = dict(
 _ORDER_OPTS = ("tryfirst", "trylast", "wrapper", "hookwrapper")
 
 
+#: (spec class of hookspecs.ALL_SPECS, attribute name) -> pluggy's reading of its hookspec options
+_SPEC_OPTS: dict[tuple[type, str], Any] = {}
+
+
 class PluginWarning(UserWarning):
     """A plugin was skipped or misbehaved; training goes on."""
 
@@ -58,6 +62,8 @@ class TrainbusPluginManager(pluggy.PluginManager):
         self._dropped: dict[int, frozenset[str]] = {}
         self._defer_drops = 0
         self._drops_pending = False
+        #: (member, the hooks it is registered for) while ``register`` registers it
+        self._registering: tuple[Any, frozenset[str]] | None = None
         #: errors raised by members in ``after_train``, collected so that every member's
         #: ``after_train`` runs (see ``take_after_train_errors``)
         self.after_train_errors: list[BaseException] = []
@@ -70,9 +76,24 @@ class TrainbusPluginManager(pluggy.PluginManager):
             self.enable_tracing()
             self.tracing = True
 
+    def parse_hookspec_opts(self, module_or_class: Any, name: str) -> Any:
+        if module_or_class not in hookspecs.ALL_SPECS:
+            return super().parse_hookspec_opts(module_or_class, name)
+        # trainbus's spec classes are read once per process, not once per manager
+        key = (module_or_class, name)
+        if key not in _SPEC_OPTS:
+            _SPEC_OPTS[key] = super().parse_hookspec_opts(module_or_class, name)
+        return _SPEC_OPTS[key]
+
+    def _hooks_to_register(self, plugin: Any) -> frozenset[str]:
+        registering = self._registering
+        if registering is not None and registering[0] is plugin:
+            return registering[1]  # worked out once per registration, not once per attribute
+        return plugin.hooks_used() - self._dropped.get(id(plugin), frozenset())
+
     def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
         if is_member(plugin):
-            used = plugin.hooks_used() - self._dropped.get(id(plugin), frozenset())
+            used = self._hooks_to_register(plugin)
             if name.startswith(_ADAPTER_PREFIX):
                 # an adapter the bus installed in place of the member's hook method
                 hook = name[len(_ADAPTER_PREFIX):]
@@ -85,6 +106,8 @@ class TrainbusPluginManager(pluggy.PluginManager):
             if name not in used or _ADAPTER_PREFIX + name in vars(plugin):
                 return None
             return self._check_order_opts(plugin, name)
+        if type(plugin) is _Guarded and name not in plugin.__dict__:
+            return None  # its hooks are instance attributes; the class has none
         return super().parse_hookimpl_opts(plugin, name)
 
     def _check_order_opts(self, plugin: Any, name: str) -> dict[str, Any]:
@@ -101,9 +124,16 @@ class TrainbusPluginManager(pluggy.PluginManager):
         return opts
 
     def register(self, plugin: Any, name: str | None = None) -> str | None:
-        if is_member(plugin):
-            _install_adapters(self, plugin)
-        return super().register(plugin, name)
+        if not is_member(plugin):
+            return super().register(plugin, name)
+        _install_adapters(self, plugin)
+        # pluggy asks parse_hookimpl_opts about every attribute of the member: the hooks it is
+        # registered for are worked out here, once
+        self._registering = (plugin, self._hooks_to_register(plugin))
+        try:
+            return super().register(plugin, name)
+        finally:
+            self._registering = None
 
     def register_ordered(self, members: Sequence[Any]) -> None:
         """Register callbacks and monitors so that every hook calls them in this order."""
@@ -212,9 +242,8 @@ class TrainbusPluginManager(pluggy.PluginManager):
             if self.has_plugin(pname) or self.is_blocked(pname):
                 continue
             try:
-                obj = _load_ambient(ep)
-                guarded = _guard(self, obj, _registry.describe(ep))
-                unknown = sorted(set(_hook_names(self, guarded)) - _KNOWN_HOOKS)
+                guarded = _guarded_ambient(self, ep, _registry.describe(ep))
+                unknown = sorted(set(guarded._trainbus_hooks) - _KNOWN_HOOKS)
                 if unknown:
                     raise pluggy.PluginValidationError(
                         guarded, f"it implements unknown hook(s) {', '.join(unknown)}; the hooks are "
@@ -360,16 +389,32 @@ def _load_ambient_cached(ep: Any) -> Any:
     return _registry.load(ep, f"{_registry.PLUGIN_GROUP}.{ep.name}")
 
 
-def _load_ambient(ep: Any) -> Any:
+#: id(loaded plugin object) -> (the object, the description its messages use, its guarded
+#: stand-in): an ambient plugin that is a module or an object is looked through and guarded
+#: once per process, and every manager (the contribution manager, each training's) registers
+#: the same stand-in; one that is a class is made and guarded again for each manager
+_GUARDED: dict[int, tuple[Any, str, Any]] = {}
+
+
+def _guarded_ambient(pm: TrainbusPluginManager, ep: Any, who: str) -> Any:
     obj = _load_ambient_cached(ep)
-    return obj() if isinstance(obj, type) else obj  # a class: one instance per manager
+    if isinstance(obj, type):
+        return _guard(pm, obj(), who)  # a class: one instance per manager
+    hit = _GUARDED.get(id(obj))
+    if hit is not None and hit[0] is obj and hit[1] == who:
+        return hit[2]
+    guarded = _guard(pm, obj, who)
+    _GUARDED[id(obj)] = (obj, who, guarded)
+    return guarded
 
 
 class _Guarded:
-    """Stand-in registered for an ambient plugin: same hooks, errors reported not raised."""
+    """Stand-in registered for an ambient plugin: same hooks, errors reported not raised.
+    The hooks are instance attributes, named in ``_trainbus_hooks``."""
 
     def __init__(self, target: Any) -> None:
         self._target = target
+        self._trainbus_hooks: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return f"<guarded {self._target!r}>"
@@ -387,7 +432,8 @@ def _hook_names(pm: TrainbusPluginManager, obj: Any) -> list[str]:
 
 def _guard(pm: TrainbusPluginManager, obj: Any, who: str) -> Any:
     guarded = _Guarded(obj)
-    for name in _hook_names(pm, obj):
+    guarded._trainbus_hooks = tuple(_hook_names(pm, obj))
+    for name in guarded._trainbus_hooks:
         opts = pluggy.PluginManager.parse_hookimpl_opts(pm, obj, name)
         method = getattr(obj, name)
         if opts.get("wrapper") or opts.get("hookwrapper") or name == "sessinit_for":

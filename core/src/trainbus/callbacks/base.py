@@ -68,6 +68,13 @@ def _positional_arity(fn: Any) -> tuple[int, float, list[str]] | None:
         fn = fn.__func__
     if not isinstance(fn, types.FunctionType):
         return None
+    if not _SIGNATURE_ATTRS & fn.__dict__.keys():
+        return _code_arity(fn, drop_first)
+    return _signature_arity(fn, drop_first)
+
+
+def _signature_arity(fn: types.FunctionType, drop_first: bool) -> tuple[int, float, list[str]]:
+    """``_positional_arity`` from ``inspect.signature`` (which follows ``__wrapped__``)."""
     params = list(inspect.signature(fn).parameters.values())
     if drop_first:
         if not params or params[0].kind not in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
@@ -77,6 +84,28 @@ def _positional_arity(fn: Any) -> tuple[int, float, list[str]] | None:
     required = sum(1 for p in positional if p.default is p.empty)
     most = float("inf") if any(p.kind is p.VAR_POSITIONAL for p in params) else len(positional)
     kwonly = [p.name for p in params if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
+    return required, most, kwonly
+
+
+#: function attributes through which ``inspect.signature`` gives another signature than the code's
+_SIGNATURE_ATTRS = frozenset({"__wrapped__", "__signature__", "_partialmethod", "__partialmethod__"})
+
+
+def _code_arity(fn: types.FunctionType, drop_first: bool) -> tuple[int, float, list[str]]:
+    """``_signature_arity`` of a plain function, read from its code object (what
+    ``inspect.signature`` reads, without building a Signature: every callback class that is
+    defined is checked)."""
+    code = fn.__code__
+    npos = code.co_argcount
+    varargs = bool(code.co_flags & inspect.CO_VARARGS)
+    first = 1 if drop_first else 0
+    if drop_first and not npos:
+        return 0, float("inf") if varargs else 0, []
+    with_default = len(fn.__defaults__ or ())
+    required = max(0, npos - with_default - first)
+    most = float("inf") if varargs else npos - first
+    kwdefaults = fn.__kwdefaults__ or {}
+    kwonly = [n for n in code.co_varnames[npos:npos + code.co_kwonlyargcount] if n not in kwdefaults]
     return required, most, kwonly
 
 

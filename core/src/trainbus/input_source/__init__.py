@@ -16,15 +16,27 @@ Each source lives in a module of its own (``base``, ``feed``, ``queue``, ``zmq``
 ``tfdata``, ``tensor``); import them from this package.
 """
 
-from trainbus.input_source.base import (FeedfreeInput, InputSource, ProxyInputSource, build_or_reuse_placeholder,
-                                        remap_input_source)
-from trainbus.input_source.feed import FeedInput, PlaceholderInput
-from trainbus.input_source.queue import BatchQueueInput, QueueInput
-from trainbus.input_source.staging import StagingInput
-from trainbus.input_source.tensor import DummyConstantInput, TensorInput
-from trainbus.input_source.tfdata import TFDatasetInput
-from trainbus.input_source.zmq import ZMQInput
+from __future__ import annotations
+
+from trainbus.bus import registry as _registry
 
 __all__ = ["InputSource", "PlaceholderInput", "FeedInput", "FeedfreeInput", "QueueInput", "BatchQueueInput",
            "StagingInput", "TFDatasetInput", "DummyConstantInput", "TensorInput", "ZMQInput", "ProxyInputSource",
            "remap_input_source", "build_or_reuse_placeholder"]
+
+# each name is imported from its module on first use: a training that feeds its data imports
+# ``feed`` (and ``base``), not the queue, staging, tf.data, tensor and ZMQ sources
+_LAZY = {
+    "InputSource": "trainbus.input_source.base", "FeedfreeInput": "trainbus.input_source.base",
+    "ProxyInputSource": "trainbus.input_source.base", "build_or_reuse_placeholder": "trainbus.input_source.base",
+    "remap_input_source": "trainbus.input_source.base",
+    "FeedInput": "trainbus.input_source.feed", "PlaceholderInput": "trainbus.input_source.feed",
+    "QueueInput": "trainbus.input_source.queue", "BatchQueueInput": "trainbus.input_source.queue",
+    "StagingInput": "trainbus.input_source.staging",
+    "DummyConstantInput": "trainbus.input_source.tensor", "TensorInput": "trainbus.input_source.tensor",
+    "TFDatasetInput": "trainbus.input_source.tfdata",
+    "ZMQInput": "trainbus.input_source.zmq",
+}
+__getattr__, __dir__ = _registry.make_module_getattr(__name__, (), globals(), lazy=_LAZY,
+                                                    submodules=("base", "feed", "queue", "staging", "tensor", "tfdata",
+                                                                "zmq"))

@@ -11,12 +11,14 @@ def apply_default_prefetch(input_source_or_dataflow: Any, trainer: Any) -> Any:
     """Turn a DataFlow into an InputSource fit for ``trainer``: ``QueueInput`` by default,
     staged (``StagingInput``) for trainers with several towers."""
     from trainbus.dataflow import is_dataflow
-    from trainbus.input_source import InputSource, QueueInput, StagingInput
+    from trainbus.input_source import InputSource
 
     if isinstance(input_source_or_dataflow, InputSource):
         return input_source_or_dataflow
     if not is_dataflow(input_source_or_dataflow):
         raise TypeError(f"expected a DataFlow or an InputSource, got {input_source_or_dataflow!r}")
+    from trainbus.input_source import QueueInput, StagingInput
+
     inp = QueueInput(input_source_or_dataflow)
     if len(getattr(trainer, "devices", None) or []) > 1:
         inp = StagingInput(inp)
