@@ -33,6 +33,29 @@ def pytest_configure(config):
                                        "(TF servers, horovodrun); such tests run one at a time across xdist workers")
 
 
+def opt_packages(name: str) -> str:
+    """The folder ``tools/bootstrap.sh`` installs an optional package group into
+    (``<venv>/opt/<name>``: ``sklearn``, ``plot``), outside site-packages because Keras imports
+    those packages during every ``import tensorflow`` when they are importable. Fails the test
+    with the command to run when the folder is missing."""
+    where = os.path.join(sys.prefix, "opt", name)
+    if not os.path.isdir(where):
+        pytest.fail(f"{where} is missing: run `bash tools/bootstrap.sh setup`")
+    return where
+
+
+@pytest.fixture
+def matplotlib_importable(monkeypatch):
+    """matplotlib on ``sys.path`` (and on ``PYTHONPATH`` for the processes the test starts), for
+    the tests of ``trainbus show --plot`` and ``utils.viz.intensity_to_rgb``. Returns the folder."""
+    where = opt_packages("plot")
+    monkeypatch.syspath_prepend(where)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (where, os.environ.get("PYTHONPATH")) if p))
+    import matplotlib  # noqa: F401 - fails here, naming the folder, if the install is broken
+
+    return where
+
+
 @pytest.fixture()
 def logdir(tmp_path):
     """A fresh trainbus log directory (``logger.set_logger_dir``), reset after the test."""

@@ -8,7 +8,7 @@ stats.json, printed scalars) plus validation every epoch (InferenceRunner), chec
 (ModelSaver), the best model by validation error (MinSaver), a learning-rate schedule and early
 stopping. Ends with the validation error (target: under 5%) and where the outputs are: the log
 directory holds log.log, stats.json, the TensorBoard events, the checkpoints (model-<step>) and the
-best model (min-val-error.tfmodel); look at it with `trainbus show <logdir> --plot curves.png` or
+best model (min-val-error.tfmodel); look at it with `trainbus show <logdir>` (``--plot`` with matplotlib) or
 `tensorboard --logdir <logdir>`. Resumes where it stopped when run again with the same --logdir
 (AutoResumeTrainConfig). Needs only a ``trainbus[standard]`` install (EarlyStopping comes with it).
 
@@ -109,7 +109,7 @@ def main(argv=None) -> float:
     best = min(v for _, v in history)
     print(f"validation error: last {history[-1][1]:.4f}, best {best:.4f} "
           f"(logs, checkpoints, stats.json and TensorBoard events in {args.logdir}; "
-          f"look at them with: trainbus show {args.logdir} --plot curves.png)")
+          f"look at them with: trainbus show {args.logdir})")
     return best
 
 

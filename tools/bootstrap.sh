@@ -47,17 +47,26 @@ fi
 # NoOpTrainer are the core's now): `trainbus plugins` would report its missing module
 "$VPY" -m pip uninstall -q -y trainbus-trainers-single 2>/dev/null || true
 echo "== installing trainbus (core) and the plugins under plugins/ (editable)"
-pipq --no-build-isolation -e "core[plot]" "${plugins[@]}"  # [plot]: matplotlib, for trainbus show --plot
-if [ "$JOB" != "example" ]; then
-  # scikit-learn (SVMLightData's reader) outside the venv's site-packages: Keras imports it during
-  # `import tensorflow` whenever it is importable (~0.6 s per process); only the SVMLightData test
-  # puts this folder on its path
-  # (its own requirements beside it, --no-deps: numpy and scipy, from trainbus-dataflow, stay the venv's)
-  if ! PYTHONPATH="$VENV/opt/sklearn" "$VPY" -c "import sklearn.datasets" 2>/dev/null; then
-    pipq --no-deps --upgrade --target "$VENV/opt/sklearn" "scikit-learn>=1.3" "joblib>=1.4" \
-      "threadpoolctl>=3.5" "narwhals>=2.0.1"
-    PYTHONPATH="$VENV/opt/sklearn" "$VPY" -c "import sklearn.datasets"
+pipq --no-build-isolation -e core "${plugins[@]}"
+# Keras imports scikit-learn and matplotlib.pyplot during every `import tensorflow` when they are
+# importable (~0.6 s each, per process): neither is in the venv's site-packages (an older .venv
+# loses them here). The tests that need them put their folder under .venv/opt/ on their path.
+"$VPY" -m pip uninstall -q -y scikit-learn matplotlib 2>/dev/null || true
+# opt NAME IMPORT REQUIREMENT...: install into $VENV/opt/NAME with --no-deps (the requirements
+# listed are all it needs beside what the venv has: numpy, scipy, pillow, packaging), check it imports
+opt() {
+  local name=$1 check=$2; shift 2
+  if ! PYTHONPATH="$VENV/opt/$name" "$VPY" -c "import $check" 2>/dev/null; then
+    pipq --no-deps --upgrade --target "$VENV/opt/$name" "$@"
+    PYTHONPATH="$VENV/opt/$name" "$VPY" -c "import $check"
   fi
+}
+if [ "$JOB" != "example" ]; then
+  # SVMLightData's reader (plugins/dataflow/tests: fixture sklearn_importable)
+  opt sklearn sklearn.datasets "scikit-learn>=1.3" "joblib>=1.4" "threadpoolctl>=3.5" "narwhals>=2.0.1"
+  # `trainbus show --plot` and utils.viz.intensity_to_rgb (fixture matplotlib_importable)
+  opt plot matplotlib.pyplot "matplotlib>=3.7" "contourpy>=1.0.1" "cycler>=0.10" "fonttools>=4.22" \
+    "kiwisolver>=1.3.1" "pyparsing>=3" "python-dateutil>=2.7" "six>=1.5"
 fi
 case "$JOB" in
   example)

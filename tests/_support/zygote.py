@@ -24,8 +24,10 @@ import json
 import os
 import signal
 import socket
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from typing import Any
 
@@ -37,6 +39,11 @@ from typing import Any
 _SERVER = r'''
 import json, os, select, signal, socket, sys
 sock = socket.socket(fileno=int(sys.argv[1]))
+listener = None
+if len(sys.argv) > 3 and sys.argv[3]:
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listener.bind(sys.argv[3])
+    listener.listen(64)
 for name in sys.argv[2].split(","):
     if name:
         __import__(name)
@@ -46,7 +53,8 @@ base_path = [p for p in sys.path[1:]]
 import gc
 gc.freeze()  # the children's collections leave the zygote's objects (and their pages) alone
 sock.send(b'{"ready": true}')
-children = set()
+children = {}  # pid -> the socket its exit status goes to
+launchers = {}  # a launcher's connection -> the pid it started (None before)
 
 def reap():
     while children:
@@ -56,12 +64,32 @@ def reap():
             return
         if pid == 0:
             return
-        children.discard(pid)
+        to = children.pop(pid)
         code = os.waitstatus_to_exitcode(status)
-        sock.send(json.dumps({"exit": pid, "status": code}).encode())
+        try:
+            to.send(json.dumps({"exit": pid, "status": code}).encode())
+        except OSError:  # a launcher that is gone
+            pass
+
+def set_cmdline(argv):
+    # what ps and /proc/<pid>/cmdline show: the command, written over this process's own
+    # argument area (the zygote's, long enough: it holds this program), the rest zeroed
+    import ctypes
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        start, end = int(fields[45]), int(fields[46])
+        data = "\0".join([sys.executable, *argv]).encode()[:end - start - 1]
+        ctypes.memmove(start, data + b"\0" * (end - start - len(data)), end - start)
+    except (OSError, ValueError, IndexError):
+        pass
 
 def child(req, fds):
     sock.close()
+    if listener is not None:
+        listener.close()
+    for conn in launchers:
+        conn.close()
     if req["new_session"]:
         os.setsid()
     for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
@@ -86,6 +114,7 @@ def child(req, fds):
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
     extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     argv = req["argv"]
+    set_cmdline((["-m", req["module"]] if req["module"] else ["-c", "..."] if req["code"] is not None else []) + list(argv))
     random.seed()
     np = sys.modules.get("numpy")
     if np is not None:
@@ -133,22 +162,41 @@ def child(req, fds):
         os.kill(os.getpid(), -code)
     os._exit(code & 0xFF)
 
-while True:
-    ready, _, _ = select.select([sock], [], [], 0.05)
-    reap()
-    if not ready:
-        continue
-    msg, fds, _flags, _addr = socket.recv_fds(sock, 1 << 20, 3)
-    if not msg:
-        break
-    req = json.loads(msg)
+def start(req, fds, to):
     pid = os.fork()
     if pid == 0:
         child(req, fds)  # never returns: os._exit or death by the signal the script died of
     for fd in fds:
         os.close(fd)
-    children.add(pid)
-    sock.send(json.dumps({"started": pid}).encode())
+    children[pid] = to
+    to.send(json.dumps({"started": pid}).encode())
+    return pid
+
+while True:
+    ready, _, _ = select.select([sock, *([listener] if listener else []), *launchers], [], [], 0.05)
+    reap()
+    for r in ready:
+        if r is listener:
+            conn, _ = listener.accept()
+            launchers[conn] = None
+            continue
+        msg, fds, _flags, _addr = socket.recv_fds(r, 1 << 20, 3)
+        if r is sock:
+            if not msg:
+                raise SystemExit(0)
+            start(json.loads(msg), fds, sock)
+        elif msg and launchers[r] is None:
+            launchers[r] = start(json.loads(msg), fds, r)
+        else:
+            # a launcher that ended before its child did (killed): its child goes with it, as a
+            # child goes with the process tree it belongs to
+            pid = launchers.pop(r)
+            if pid is not None and pid in children:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            r.close()
 '''
 
 
@@ -218,7 +266,10 @@ class Zygote:
     def __init__(self, preload: tuple[str, ...] = ("numpy",)) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3")}
-        self._proc = subprocess.Popen([sys.executable, "-c", _SERVER, str(theirs.fileno()), ",".join(preload)],
+        self._dir = tempfile.mkdtemp(prefix="trainbus-zygote-")  # 0700: only this user reaches the socket
+        self.socket_path = os.path.join(self._dir, "launch")
+        self._proc = subprocess.Popen([sys.executable, "-c", _SERVER, str(theirs.fileno()), ",".join(preload),
+                                       self.socket_path],
                                       pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL, start_new_session=True)
         theirs.close()
@@ -257,10 +308,13 @@ class Zygote:
         return self._proc.poll() is None
 
     def popen(self, cmd: list[str], cwd: Any = None, env: dict | None = None, new_session: bool = True,
-              stdin: Any = subprocess.DEVNULL) -> ZygoteProcess:
+              stdin: Any = subprocess.DEVNULL, stdout: Any = subprocess.PIPE,
+              stderr: Any = subprocess.PIPE) -> ZygoteProcess:
         """Start ``cmd`` (``[sys.executable, SCRIPT, ...]``, ``[sys.executable, "-m", MODULE, ...]`` or
         ``[sys.executable, "-c", CODE, ...]``, optionally with ``-u`` first) in a child. ``env`` is the child's whole environment (default:
-        this process's). ``ValueError`` for any other command (start it with ``subprocess``)."""
+        this process's). ``stdout``/``stderr``: a pipe (``subprocess.PIPE``, the default) or an
+        open file; ``stderr=subprocess.STDOUT`` too. ``ValueError`` for any other command (start
+        it with ``subprocess``)."""
         if not cmd or cmd[0] != sys.executable:
             raise ValueError(f"a zygote runs Python commands of this interpreter only, not {cmd!r}")
         module = None
@@ -276,8 +330,17 @@ class Zygote:
             code, rest = rest[1], rest[2:]
         elif not rest or rest[0].startswith("-"):
             raise ValueError(f"a zygote runs a script or -m MODULE, not {cmd!r}")
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
+        out_r = err_r = None
+        if stdout == subprocess.PIPE:
+            out_r, out_w = os.pipe()
+        else:
+            out_w = os.dup(stdout.fileno())
+        if stderr == subprocess.STDOUT:
+            err_w = os.dup(out_w)
+        elif stderr == subprocess.PIPE:
+            err_r, err_w = os.pipe()
+        else:
+            err_w = os.dup(stderr.fileno())
         in_pipe = None
         if stdin == subprocess.PIPE:
             in_r, in_w = os.pipe()
@@ -296,13 +359,24 @@ class Zygote:
                 if not self._started_cv.wait_for(lambda: len(self._started) > n, timeout=60):
                     raise RuntimeError("the test zygote did not fork within 60 s")
                 pid = self._started[n]
-                proc = ZygoteProcess(cmd, pid, open(out_r, encoding="utf-8", errors="replace"),
-                                     open(err_r, encoding="utf-8", errors="replace"), in_pipe, threading.Event())
+                proc = ZygoteProcess(cmd, pid, None if out_r is None else open(out_r, encoding="utf-8", errors="replace"),
+                                     None if err_r is None else open(err_r, encoding="utf-8", errors="replace"),
+                                     in_pipe, threading.Event())
                 if pid in self._early:
                     proc._set_status(self._early.pop(pid))
                 else:
                     self._procs[pid] = proc
         return proc
+
+    def launcher(self) -> list[str]:
+        """The command prefix that runs a Python command in a child of this zygote when another
+        program starts it: ``[*zygote().launcher(), SCRIPT, ARGS...]`` (e.g. the ranks
+        ``horovodrun`` starts). It runs ``tests/_support/zygote_launcher.py``: a small process
+        (no site, no TensorFlow) that hands its environment, working directory and
+        stdin/stdout/stderr to the zygote, passes SIGINT, SIGTERM and SIGHUP on to the child and
+        ends as the child ended. When the launcher is killed, the zygote kills the child."""
+        return [sys.executable, "-S", os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote_launcher.py"),
+                self.socket_path]
 
     def close(self) -> None:
         try:
@@ -311,6 +385,7 @@ class Zygote:
             if self._proc.poll() is None:
                 self._proc.kill()
                 self._proc.wait()
+            shutil.rmtree(self._dir, ignore_errors=True)
 
 
 _ZYGOTE: Zygote | None = None

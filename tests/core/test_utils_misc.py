@@ -493,14 +493,19 @@ def test_dump_dataflow_images(tmp_path):
     assert img.shape == (4, 3, 3) and abs(int(img.mean()) - 127) <= 2
 
 
-def test_intensity_to_rgb_needs_matplotlib_or_works():
+def test_intensity_to_rgb_without_matplotlib_says_what_to_install(monkeypatch):
     x = np.linspace(0, 2, 12).reshape(3, 4)
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        with pytest.raises(ImportError, match="pip install matplotlib"):
-            viz.intensity_to_rgb(x, normalize=True)
-        return
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` raises ImportError
+    with pytest.raises(ImportError, match="pip install matplotlib"):
+        viz.intensity_to_rgb(x, normalize=True)
+
+
+def test_intensity_to_rgb_colours_with_a_matplotlib_colormap(matplotlib_importable):
+    x = np.linspace(0, 2, 12).reshape(3, 4)
     out = viz.intensity_to_rgb(x, cmap="gray", normalize=True)
     assert out.shape == (3, 4, 3) and out.dtype == np.float32
     assert out[0, 0].tolist() == [0, 0, 0] and out[-1, -1].tolist() == [255, 255, 255]
+    jet = viz.intensity_to_rgb(x, cmap="jet", normalize=True)
+    assert jet[0, 0].tolist() != jet[-1, -1].tolist() and jet[0, 0, 2] > jet[0, 0, 0]  # jet starts blue

@@ -127,12 +127,12 @@ def test_show_names_a_damaged_checkpoint(two_runs, tmp_path):
     assert "no .data-* file" in bad["min-cost.tfmodel"]
 
 
-def test_show_several_runs_side_by_side_and_plot_png(two_runs, tmp_path):
+def test_show_several_runs_side_by_side_and_plot_png(two_runs, tmp_path, matplotlib_importable):
     from PIL import Image
 
     fast, slow = two_runs
     png = tmp_path / "curves" / "runs.png"
-    r = _run("show", str(fast), str(slow), "--plot", str(png))
+    r = _run("show", str(fast), str(slow), "--plot", str(png), env=dict(os.environ, TRAINBUS_DEBUG=""))
     assert r.returncode == 0, r.stderr
     side = r.stdout[r.stdout.index("side by side:"):]
     header = side.splitlines()[1].split()

@@ -460,13 +460,14 @@ def test_batchnorm_sync_statistics_horovod_normalizes_with_the_whole_batch(tmp_p
     """Two real Horovod ranks each hold half of a batch: both normalize with the statistics of
     the whole batch and update the moving mean with the whole batch's mean."""
     import os
-    import subprocess
+
+    import zygote  # tests/_support: horovodrun and its ranks are forked from it (no TensorFlow import each)
 
     horovodrun = os.path.join(os.path.dirname(sys.executable), "horovodrun")
     worker = os.path.join(os.path.dirname(__file__), "hvd_sync_bn_worker.py")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    proc = subprocess.run([horovodrun, "--gloo", "-np", "2", "-H", "localhost:2", sys.executable, worker,
-                           str(tmp_path)], env=env, capture_output=True, text=True, timeout=110)
+    proc = zygote.run([sys.executable, horovodrun, "--gloo", "-np", "2", "-H", "localhost:2", *zygote.zygote().launcher(),
+                       worker, str(tmp_path)], env=env, timeout=110)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     batch = (np.random.RandomState(0).randn(8, 2, 2, 3) * 2 + 1).astype("float32")
     mean, var = batch.mean((0, 1, 2)), batch.var((0, 1, 2))

@@ -23,7 +23,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
-from relutil import default_signal_dispositions  # noqa: E402
+import zygote  # noqa: E402 - tests/_support
 
 HVD_WORKER = HERE / "rel_hvd_worker.py"
 DIST_WORKER = HERE / "rel_dist_worker.py"
@@ -89,14 +89,19 @@ def _read(path: Path) -> dict:
 
 
 class HvdJob:
+    """``horovodrun --gloo -np 2`` running the worker. horovodrun and its ranks are children of
+    the test zygote (tests/_support/zygote.py; horovodrun starts each rank through the zygote's
+    launcher): real processes, each with its own pid and signal dispositions, that do not import
+    TensorFlow again (horovodrun imports it too, to check how horovod was built)."""
+
     def __init__(self, out: Path, scenario: str, **env: str) -> None:
         out.mkdir(parents=True, exist_ok=True)
         self.out = out
         self.log = open(out / f"job-{scenario}.log", "wb")
-        cmd = [str(HOROVODRUN), "--gloo", "-np", "2", "-H", "localhost:2", sys.executable, str(HVD_WORKER),
-               str(out), scenario]
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=_env(**env),
-                                     start_new_session=True, preexec_fn=default_signal_dispositions)
+        z = zygote.zygote()
+        cmd = [sys.executable, str(HOROVODRUN), "--gloo", "-np", "2", "-H", "localhost:2", *z.launcher(),
+               str(HVD_WORKER), str(out), scenario]
+        self.proc = z.popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=_env(**env))
 
     def wait(self, timeout: float) -> tuple[int, str]:
         try:
@@ -214,8 +219,8 @@ def test_horovod_request_stop_on_one_rank_stops_every_rank_after_the_same_step(t
 
 
 def test_horovod_resume_when_only_the_chief_has_a_log_dir(tmp_path, hvd_stopped_in_epoch2):
-    stopped_dir, rc, _, _ = hvd_stopped_in_epoch2
-    assert rc != 0, log[-4000:]
+    stopped_dir, rc, stopped_log, _ = hvd_stopped_in_epoch2
+    assert rc != 0, stopped_log[-4000:]
     out = tmp_path / "resume"
     shutil.copytree(stopped_dir, out)  # the checkpoint state file names its checkpoints relatively
     stopped = _read(out / "end_rank0.json")
@@ -258,10 +263,9 @@ def test_distributed_signal_to_one_process_stops_every_process(tmp_path, trainer
     procs = {}
     try:
         for name, job, task in (("ps", "ps", 0), ("w0", "worker", 0), ("w1", "worker", 1)):
-            log = open(out / f"{name}.log", "wb")
-            procs[name] = subprocess.Popen([sys.executable, str(DIST_WORKER), str(out), trainer, job, str(task), *ports],
-                                           stdout=log, stderr=subprocess.STDOUT, env=_env(), start_new_session=True,
-                                           preexec_fn=default_signal_dispositions)
+            with open(out / f"{name}.log", "wb") as log:  # children of the test zygote, as HvdJob's
+                procs[name] = zygote.zygote().popen([sys.executable, str(DIST_WORKER), str(out), trainer, job, str(task),
+                                                     *ports], stdout=log, stderr=subprocess.STDOUT, env=_env())
         _wait_files([out / "ready_w0", out / "ready_w1"], START_LIMIT, list(procs.values()))
         os.kill(procs[target].pid, sig)
         t0 = time.monotonic()

@@ -6,6 +6,7 @@ import os
 import sys
 
 import pytest
+from conftest import opt_packages  # the root conftest.py
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -22,7 +23,4 @@ def sklearn_importable(monkeypatch):
         return
     except ImportError:
         pass
-    where = os.path.join(sys.prefix, "opt", "sklearn")
-    if not os.path.isdir(os.path.join(where, "sklearn")):
-        pytest.fail(f"scikit-learn is not installed in {where}: run `bash tools/bootstrap.sh setup`")
-    monkeypatch.syspath_prepend(where)
+    monkeypatch.syspath_prepend(opt_packages("sklearn"))
