@@ -207,50 +207,70 @@ def _general(hook: str, calls: tuple, profile: HookProfile | None) -> Callable[[
 
 
 def _all_direct(hook: str, calls: tuple) -> Callable[..., Any]:
-    """The per-step loops when every implementation is a member's direct method: the hot path."""
-    pairs = tuple((m, f) for m, _, f in calls)
-    if hook == "trigger_step":
-        fns = tuple(f for _, f in pairs)
-        owner = {id(f): m for m, f in pairs}
+    """The per-step loops when every implementation is a member's direct method: the hot path.
+    The loops hold the bound methods alone; the member that raised is looked up from the
+    method the loop stopped at, only on failure."""
+    members = tuple(m for m, _, _ in calls)
+    fns = tuple(f for _, _, f in calls)
 
+    def owner(f: Any) -> Any:
+        for m, g in zip(members, fns):
+            if g is f:
+                return m
+        return None
+
+    if hook == "trigger_step":
         def trigger_step(trainer: Any = None) -> None:
             f = None
             try:
                 for f in fns:
                     f()
             except BaseException as e:
-                annotate(e, owner[id(f)], hook)
+                annotate(e, owner(f), hook)
                 raise
         return trigger_step
     if hook == "before_run":
+        by_method = {id(f): m for m, f in zip(members, fns)}
+
         def before_run(trainer: Any, run_context: Any) -> Any:
-            out = None
-            m = None
+            answers = None
+            f = None
             try:
-                for m, f in pairs:
+                for f in fns:
                     r = f(run_context)
                     if r is not None:
-                        if out is None:
-                            out = []
-                        out.append((m, m.run_request(r)))
+                        if answers is None:
+                            answers = []
+                        answers.append((f, r))
             except BaseException as e:
-                annotate(e, m, hook)
+                annotate(e, owner(f), hook)
                 raise
-            return out or ()
+            if answers is None:
+                return ()
+            out = []
+            for f, r in answers:
+                m = by_method[id(f)]
+                try:
+                    out.append((m, m.run_request(r)))
+                except BaseException as e:
+                    annotate(e, m, hook)
+                    raise
+            return out
         return before_run
 
     def after_run(trainer: Any, run_context: Any, run_values: Any) -> list:
-        m = None
+        f = None
         try:
             if run_values:
-                for m, f in pairs:
-                    f(run_context, run_values.values_for(m))
+                values_for = run_values.values_for
+                for m, f in zip(members, fns):
+                    f(run_context, values_for(m))
             else:
                 empty = run_values.empty
-                for m, f in pairs:
+                for f in fns:
                     f(run_context, empty)
         except BaseException as e:
-            annotate(e, m, hook)
+            annotate(e, owner(f), hook)
             raise
         return []
     return after_run

@@ -32,6 +32,8 @@ class RunValuesByRequester(dict):
              run_metadata: Any) -> RunValuesByRequester:
         """The values of one step: ``requests`` as ``before_run`` answered them, ``results``
         the fetched values of each request, in the same order."""
+        if not requests and options is None and run_metadata is None and cls is RunValuesByRequester:
+            return _nothing()  # the usual step: nobody asked for anything
         values = cls(options, run_metadata)
         if requests:
             Values = _tf.tf1().train.SessionRunValues
@@ -52,3 +54,16 @@ class RunValuesByRequester(dict):
         """The ``SessionRunValues`` of ``requester`` (``empty`` when it asked for nothing)."""
         mine = self.get(requester)
         return self.empty if mine is None else mine
+
+
+_NOTHING: list[RunValuesByRequester] = []
+
+
+def _nothing() -> RunValuesByRequester:
+    """The values of a step where nobody asked for anything and no options were set: one
+    object, shared by every such step (its ``empty`` is an immutable ``SessionRunValues``)."""
+    if not _NOTHING:
+        values = RunValuesByRequester()
+        values.empty  # noqa: B018 - made once, here
+        _NOTHING.append(values)
+    return _NOTHING[0]

@@ -39,6 +39,7 @@ class HookedSession:
         self._feed_keys: tuple = tuple(feed[0]) if feed is not None else ()
         self._feed_next: Any = feed[1] if feed is not None else None
         self._stop = False
+        self._args: Any = None  # the last step's SessionRunArgs
         tf1 = _tf.tf1()
         self._Ctx = tf1.train.SessionRunContext
         self._Args = tf1.train.SessionRunArgs
@@ -69,7 +70,11 @@ class HookedSession:
         ctx = None
         requests: Any = ()
         if self._br is not None or self._ar is not None:
-            ctx = self._Ctx(self._Args(fetches, feed_dict), self.sess)
+            args = self._args
+            if args is None or args.fetches is not fetches or args.feed_dict is not feed_dict:
+                # SessionRunArgs is immutable: the steps that run the same fetches share one
+                args = self._args = self._Args(fetches, feed_dict)
+            ctx = self._Ctx(args, self.sess)
             if self._br is not None:
                 requests = self._br(trainer, ctx)
         if requests:
