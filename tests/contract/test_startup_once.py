@@ -2,7 +2,7 @@
 and guarded once per process (the contribution manager and every training's manager register the
 same stand-in), a callback's hooks are worked out once per registration, the arity checks of a
 callback class read the code object (and follow a decorator's ``__wrapped__`` as before), and the
-input sources and session initializers are imported when first used.
+input sources, the session initializers and pyzmq are imported when first used.
 
 Counts and ``sys.modules``, never times: the times are ``bench/bench_startup.py``'s."""
 
@@ -175,16 +175,21 @@ def test_a_decorated_method_is_checked_by_the_signature_it_wraps():
     assert "before_run" in Right().hooks_used()
 
 
-def test_the_input_sources_and_session_initializers_are_imported_on_first_use():
+def test_the_input_sources_session_initializers_and_pyzmq_are_imported_on_first_use():
     code = textwrap.dedent("""
         import json, sys
         import trainbus.input_source, trainbus_sessinit
+        import trainbus_dataflow.parallel, trainbus_dataflow.parallel_map, trainbus_dataflow.remote
         loaded = sorted(m for m in sys.modules if m.startswith(("trainbus.input_source.", "trainbus_sessinit.")))
-        print(json.dumps({"loaded": loaded, "tf": "tensorflow" in sys.modules}))
+        print(json.dumps({"loaded": loaded, "tf": "tensorflow" in sys.modules, "zmq": "zmq" in sys.modules,
+                          "push": trainbus_dataflow.parallel.zmq.PUSH, "zmq_now": "zmq" in sys.modules}))
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"loaded": [], "tf": False}
+    import zmq
+
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"loaded": [], "tf": False, "zmq": False,
+                                                                "push": zmq.PUSH, "zmq_now": True}
 
     import trainbus.input_source as inp
     import trainbus_sessinit

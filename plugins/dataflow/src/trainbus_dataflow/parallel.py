@@ -54,13 +54,13 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 import numpy as np
-import zmq
 
 from trainbus.utils import logger
 from trainbus.utils.concurrency import StoppableThread, describe_exit, enable_death_signal, ensure_proc_terminate, \
     process_state, start_proc_mask_signal, wait_interrupted
 from trainbus.utils.seed import dataflow_worker_seeds, seed_dataflow_worker
 from trainbus.utils.serialize import dumps, loads
+from trainbus_dataflow._lazyzmq import zmq
 from trainbus_dataflow.base import DataFlow, DataFlowReentrantGuard, DataFlowTerminated, ProxyDataFlow
 
 __all__ = ["MultiProcessRunner", "MultiProcessRunnerZMQ", "MultiThreadRunner", "PrefetchData", "PrefetchDataZMQ",
@@ -507,8 +507,9 @@ class MultiProcessZMQDataFlow(DataFlow):
     a parent socket, ``self._procs``, starting, the watch of the workers, the stall watchdog,
     error forwarding and cleanup (processes, sockets, the private pipe directory)."""
 
-    #: the socket type the watch thread uses to tell the parent's socket that a worker died
-    _WATCH_SOCKET = zmq.PUSH
+    #: the type (the name of its zmq constant) of the socket the watch thread uses to tell the
+    #: parent's socket that a worker died
+    _WATCH_SOCKET = "PUSH"
 
     def __init__(self, stall_timeout: float | None = None) -> None:
         if os.name == "nt":
@@ -563,9 +564,9 @@ class MultiProcessZMQDataFlow(DataFlow):
         if ctx is None or addr is None:
             return
         try:
-            sock = ctx.socket(self._WATCH_SOCKET)
+            sock = ctx.socket(getattr(zmq, self._WATCH_SOCKET))
             try:
-                if self._WATCH_SOCKET == zmq.DEALER:
+                if self._WATCH_SOCKET == "DEALER":
                     sock.setsockopt(zmq.IDENTITY, b"trainbus-watch")
                 sock.connect(addr)
                 label = getattr(proc, "_trainbus_label", f"worker {idx}")

@@ -27,10 +27,9 @@ import threading
 import time
 from typing import Any, Callable, Iterator
 
-import zmq
-
 from trainbus.utils.concurrency import StoppableThread
 from trainbus.utils.serialize import dumps, loads
+from trainbus_dataflow._lazyzmq import zmq
 from trainbus_dataflow.base import DataFlowReentrantGuard, ProxyDataFlow
 from trainbus_dataflow.common import BatchData, RepeatedData
 from trainbus_dataflow.parallel import (DIED_MARK, EXC_MARK, MultiProcessZMQDataFlow, WorkerThread, _fork_context,
@@ -255,7 +254,7 @@ class MultiProcessMapDataZMQ(_ParallelMapData, MultiProcessZMQDataFlow):
     READY = b"trainbus-dataflow-ready"
     #: how long reset_state() waits for every worker to announce itself
     START_TIMEOUT_S = 60.0
-    _WATCH_SOCKET = zmq.DEALER
+    _WATCH_SOCKET = "DEALER"
 
     class _Worker(_Process):  # type: ignore[misc, valid-type]
         def __init__(self, identity: bytes, map_func: Callable[[Any], Any], pipename: str, hwm: int) -> None:

@@ -12,11 +12,10 @@ import time
 from collections import deque
 from typing import Any, Iterator
 
-import zmq
-
 from trainbus.dataflow import DataFlow, DataFlowReentrantGuard, dataflow_len
 from trainbus.utils import logger
 from trainbus.utils.serialize import dumps, loads
+from trainbus_dataflow._lazyzmq import zmq
 
 __all__ = ["send_dataflow_zmq", "RemoteDataZMQ"]
 
