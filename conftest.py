@@ -11,6 +11,7 @@ import pytest
 
 # test support modules (fake distributions, ...) import as top-level modules
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests", "_support"))
+from optdeps import opt_packages  # noqa: E402
 
 # The suite starts hundreds of Python processes: each would compile every trainbus module it
 # imports again where the environment forbids bytecode caches (PYTHONDONTWRITEBYTECODE, ~0.4 s a
@@ -31,17 +32,6 @@ def pytest_configure(config):
         config.option.loadscopereorder = False
     config.addinivalue_line("markers", "cluster: starts several processes talking over local ports "
                                        "(TF servers, horovodrun); such tests run one at a time across xdist workers")
-
-
-def opt_packages(name: str) -> str:
-    """The folder ``tools/bootstrap.sh`` installs an optional package group into
-    (``<venv>/opt/<name>``: ``sklearn``, ``plot``), outside site-packages because Keras imports
-    those packages during every ``import tensorflow`` when they are importable. Fails the test
-    with the command to run when the folder is missing."""
-    where = os.path.join(sys.prefix, "opt", name)
-    if not os.path.isdir(where):
-        pytest.fail(f"{where} is missing: run `bash tools/bootstrap.sh setup`")
-    return where
 
 
 @pytest.fixture

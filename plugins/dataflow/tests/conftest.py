@@ -6,7 +6,7 @@ import os
 import sys
 
 import pytest
-from conftest import opt_packages  # the root conftest.py
+from optdeps import opt_packages  # tests/_support
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 

@@ -1,0 +1,19 @@
+"""Optional packages the development venv keeps outside its site-packages."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+
+def opt_packages(name: str) -> str:
+    """The folder ``tools/bootstrap.sh`` installs an optional package group into
+    (``<venv>/opt/<name>``: ``sklearn``, ``plot``), outside site-packages because Keras imports
+    those packages during every ``import tensorflow`` when they are importable. Fails the test
+    with the command to run when the folder is missing."""
+    where = os.path.join(sys.prefix, "opt", name)
+    if not os.path.isdir(where):
+        pytest.fail(f"{where} is missing: run `bash tools/bootstrap.sh setup`")
+    return where
