@@ -184,6 +184,7 @@ def clear_cache() -> None:
     _parse_api.cache_clear()
     _dist_label.cache_clear()
     _packages_distributions.cache_clear()
+    _declared_packages.cache_clear()
 
 
 @functools.lru_cache(maxsize=None)
@@ -362,11 +363,34 @@ def _packages_distributions() -> dict[str, list[str]]:
     return packages_distributions()
 
 
-def distribution_of(module: str) -> str | None:
-    """``"name version"`` of the installed distribution that provides ``module``, or None
-    (for messages; reads metadata of all distributions once, so use it on error paths)."""
+@functools.lru_cache(maxsize=None)
+def _declared_packages() -> dict[str, tuple[str, str]]:
+    """Top-level package -> (name, version) of the distribution whose trainbus entry points
+    live in it, from the process's one scan (no file is read)."""
+    out: dict[str, tuple[str, str]] = {}
+    for eps in scan().groups.values():
+        for ep in eps:
+            label = dist_name_version(ep)
+            if label is not None:
+                out.setdefault(ep.value.split(":", 1)[0].split(".", 1)[0], label)
+    return out
+
+
+def provider_of(module: str) -> str | None:
+    """``"name version"`` of the installed distribution that provides ``module``, or None.
+    Packages that declare trainbus entry points are known from the scan; any other module is
+    looked up in the installed files of every distribution (read once per process) only when
+    it was imported from a site directory: a module of the user's own files has none."""
+    import sys
+
     top = (module or "").split(".", 1)[0]
-    if not top or top == "trainbus":
+    if not top:
+        return None
+    label = _declared_packages().get(top)
+    if label is not None:
+        return f"{label[0]} {label[1]}"
+    where = getattr(sys.modules.get(top), "__file__", None) or ""
+    if "site-packages" not in where and "dist-packages" not in where:
         return None
     try:
         names = _packages_distributions().get(top) or []
@@ -375,6 +399,18 @@ def distribution_of(module: str) -> str | None:
         from importlib_metadata import version
 
         return f"{names[0]} {version(names[0])}"
+    except Exception:  # noqa: BLE001 - only a description
+        return None
+
+
+def distribution_of(module: str) -> str | None:
+    """``"name version"`` of the installed distribution that provides ``module`` (see
+    :func:`provider_of`), or None; None for trainbus's own modules (for messages)."""
+    top = (module or "").split(".", 1)[0]
+    if top == "trainbus":
+        return None
+    try:
+        return provider_of(module)
     except Exception:  # noqa: BLE001 - only a hint in a message
         return None
 

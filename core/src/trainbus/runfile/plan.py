@@ -420,16 +420,9 @@ def _checkpoint_dir_of(callbacks: list[Any], logdir: str | None) -> str | None:
 
 def _provider_of_instance(obj: Any) -> str:
     """The distribution that defines the class of ``obj`` (``"trainbus-summary 0.1.0"``)."""
-    import importlib_metadata as md
+    from trainbus.bus.registry import provider_of
 
-    top = type(obj).__module__.split(".")[0]
-    dists = md.packages_distributions().get(top) or []
-    if dists:
-        try:
-            return f"{dists[0]} {md.version(dists[0])}"
-        except md.PackageNotFoundError:
-            pass
-    return f"module {type(obj).__module__}"
+    return provider_of(type(obj).__module__) or f"module {type(obj).__module__}"
 
 
 class _stand_in_logdir:
