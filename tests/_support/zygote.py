@@ -263,12 +263,17 @@ class ZygoteProcess:
 class Zygote:
     """One zygote process (see the module's docstring); :meth:`popen` runs a command in a child."""
 
-    def __init__(self, preload: tuple[str, ...] = ("numpy",)) -> None:
+    def __init__(self, preload: tuple[str, ...] = ("numpy",), python: str = sys.executable,
+                 env: dict | None = None) -> None:
+        """``python``: the interpreter of the zygote and so of its children (another virtual
+        environment's); ``env``: the zygote's environment (default: this process's)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3")}
+        env = dict(os.environ if env is None else env)
+        env["TF_CPP_MIN_LOG_LEVEL"] = env.get("TF_CPP_MIN_LOG_LEVEL", "3")
+        self.python = python
         self._dir = tempfile.mkdtemp(prefix="trainbus-zygote-")  # 0700: only this user reaches the socket
         self.socket_path = os.path.join(self._dir, "launch")
-        self._proc = subprocess.Popen([sys.executable, "-c", _SERVER, str(theirs.fileno()), ",".join(preload),
+        self._proc = subprocess.Popen([python, "-c", _SERVER, str(theirs.fileno()), ",".join(preload),
                                        self.socket_path],
                                       pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL, start_new_session=True)
@@ -315,8 +320,8 @@ class Zygote:
         this process's). ``stdout``/``stderr``: a pipe (``subprocess.PIPE``, the default) or an
         open file; ``stderr=subprocess.STDOUT`` too. ``ValueError`` for any other command (start
         it with ``subprocess``)."""
-        if not cmd or cmd[0] != sys.executable:
-            raise ValueError(f"a zygote runs Python commands of this interpreter only, not {cmd!r}")
+        if not cmd or cmd[0] != self.python:
+            raise ValueError(f"a zygote runs Python commands of its interpreter ({self.python}) only, not {cmd!r}")
         module = None
         rest = list(cmd[1:])
         env = dict(os.environ if env is None else env)
@@ -375,7 +380,7 @@ class Zygote:
         (no site, no TensorFlow) that hands its environment, working directory and
         stdin/stdout/stderr to the zygote, passes SIGINT, SIGTERM and SIGHUP on to the child and
         ends as the child ended. When the launcher is killed, the zygote kills the child."""
-        return [sys.executable, "-S", os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote_launcher.py"),
+        return [self.python, "-S", os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote_launcher.py"),
                 self.socket_path]
 
     def close(self) -> None:

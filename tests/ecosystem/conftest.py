@@ -18,6 +18,7 @@ import subprocess
 import sys
 import sysconfig
 import tomllib
+from typing import Any
 
 import pytest
 
@@ -90,10 +91,22 @@ def repo_plugin_names() -> dict[str, str]:
 
 @dataclasses.dataclass
 class FreshVenv:
-    """A new virtual environment with no trainbus in it until ``install`` puts it there."""
+    """A new virtual environment with no trainbus in it until ``install`` puts it there.
+
+    With ``zygote=True`` (for a test that runs several TensorFlow-importing commands after its
+    installs), its Python commands (``python -c``/``-m``/a script, and its console scripts such as
+    ``bin/trainbus``) run in children of a zygote of its own (tests/_support/zygote.py): an
+    interpreter of this environment that imported TensorFlow (and nothing of trainbus) once
+    the environment's site-packages had what the command sees, and forks a process per
+    command. Anything that changes site-packages (pip) makes the next command start a new
+    zygote, so a command never sees an older environment than a new interpreter would."""
 
     path: pathlib.Path
     wheels: pathlib.Path
+    site: pathlib.Path
+    use_zygote: bool = False
+    _zygote: Any = None
+    _zygote_site: Any = None
 
     @property
     def python(self) -> str:
@@ -115,8 +128,54 @@ class FreshVenv:
             raise AssertionError(f"pip install {' '.join(requirements)} failed:\n{r.stdout}\n{r.stderr}")
         return r.stdout
 
+    def _python_command(self, args: tuple[str, ...]) -> list[str] | None:
+        """``args`` as ``[python, ...]`` when it runs this environment's Python (a console
+        script is a Python file whose first line names it), else None."""
+        if args[0] == self.python:
+            return list(args)
+        exe = pathlib.Path(args[0])
+        if exe.parent == self.path / "bin" and exe.is_file():
+            with open(exe, "rb") as f:
+                if f.readline().strip() == f"#!{self.python}".encode():
+                    return [self.python, *args]
+        return None
+
+    def _site_state(self) -> tuple:
+        """What an install changes in site-packages: its entries, and when each distribution's
+        metadata and each ``.pth`` file was written (not the packages' own folders, whose
+        ``__pycache__`` a command may fill)."""
+        return tuple(sorted((e.name, e.stat().st_mtime_ns if e.name.endswith((".dist-info", ".pth")) else 0)
+                            for e in os.scandir(self.site)))
+
+    def zygote(self) -> Any:
+        """This environment's zygote, (re)started when site-packages changed since."""
+        import zygote as zyg  # tests/_support
+
+        state = self._site_state()
+        if self._zygote is None or self._zygote_site != state or not self._zygote.alive():
+            self.close()
+            self._zygote = zyg.Zygote(python=self.python, env=self.env())
+            self._zygote_site = state
+        return self._zygote
+
+    def close(self) -> None:
+        if self._zygote is not None:
+            self._zygote.close()
+            self._zygote = None
+
     def run(self, *args: str, check: bool = True, cwd: str | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-        r = subprocess.run(list(args), capture_output=True, text=True, env=self.env(), cwd=cwd, timeout=timeout)
+        cmd = self._python_command(args)
+        if self.use_zygote and cmd is not None and (cmd[1:2] in (["-c"], ["-m"]) or not cmd[1].startswith("-")):
+            proc = self.zygote().popen(cmd, cwd=cwd or os.getcwd(), env=self.env())
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, 9)
+                proc.wait()
+                raise
+            r = subprocess.CompletedProcess(list(args), proc.returncode, out, err)
+        else:
+            r = subprocess.run(list(args), capture_output=True, text=True, env=self.env(), cwd=cwd, timeout=timeout)
         if check and r.returncode != 0:
             raise AssertionError(f"{' '.join(args)} exited {r.returncode}:\n{r.stdout}\n{r.stderr}")
         return r
@@ -143,15 +202,17 @@ def fresh_venv(tmp_path, wheelhouse, deps_dir):
     """A factory of fresh virtual environments (``fresh_venv()`` -> FreshVenv)."""
     made = []
 
-    def make(name: str = "venv") -> FreshVenv:
+    def make(name: str = "venv", zygote: bool = False) -> FreshVenv:
         path = tmp_path / name
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
         site = pathlib.Path(subprocess.run(
             [str(path / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
             capture_output=True, text=True, check=True).stdout.strip())
         (site / "_trainbus_test_deps.pth").write_text(str(deps_dir) + "\n")
-        v = FreshVenv(path, wheelhouse)
+        v = FreshVenv(path, wheelhouse, site, use_zygote=zygote)
         made.append(v)
         return v
 
-    return make
+    yield make
+    for v in made:
+        v.close()

@@ -111,7 +111,7 @@ def test_bundle_members_are_real_distributions() -> None:
 @pytest.mark.slow
 def test_standard_bundle_in_a_fresh_environment(fresh_venv, tmp_path) -> None:
     bundles = _bundles()
-    venv = fresh_venv("standard")
+    venv = fresh_venv("standard", zygote=True)
     # nothing of trainbus is visible before the install: the test environment does not leak
     assert venv.distributions() == {}
     assert "No module named 'trainbus'" in venv.py("import trainbus", check=False).stderr
@@ -145,7 +145,7 @@ print(json.dumps([cbs, mons]))
 @pytest.mark.slow
 def test_distributed_then_all_bundle_in_a_fresh_environment(fresh_venv) -> None:
     bundles = _bundles()
-    venv = fresh_venv("distributed")
+    venv = fresh_venv("distributed", zygote=True)
     venv.install("trainbus[distributed]")
     _check_bundle(venv, "distributed", bundles)
     venv.install("trainbus[all]")

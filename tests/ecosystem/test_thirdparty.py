@@ -48,7 +48,7 @@ def _run_tests_in(venv, package: pathlib.Path) -> subprocess.CompletedProcess:
 @pytest.mark.slow
 def test_thirdparty_package_beside_trainbus(fresh_venv, tmp_path) -> None:
     wheels = _wheel_of(EXAMPLE, tmp_path)
-    venv = fresh_venv("thirdparty")
+    venv = fresh_venv("thirdparty", zygote=True)
     venv.install("trainbus", "trainbus-lossguard[test]", find_links=[wheels])  # the extra: pytest alone
     assert venv.distributions() == {"trainbus": "0.1.0", "trainbus-lossguard": "1.0.0"}
     # by name, from the facade module and from the top-level package
@@ -97,7 +97,7 @@ def test_new_plugin_scaffold_installs_and_passes_its_tests(fresh_venv, tmp_path)
     """In an environment set up as documented (``trainbus[standard]`` from the wheelhouse), the
     "next:" line ``trainbus new-plugin`` prints is followed as printed: the editable install with
     the ``test`` extra, then pytest in the package's directory."""
-    venv = fresh_venv("scaffold")
+    venv = fresh_venv("scaffold", zygote=True)
     venv.install("trainbus[standard]")
     target = tmp_path / "mine"
     trainbus_cmd = str(venv.path / "bin" / "trainbus")
