@@ -202,7 +202,8 @@ TRAIN = textwrap.dedent("""
         "core": sorted(m for m in sys.modules if m.startswith("trainbus.")),
         "zmq": "zmq" in sys.modules, "steps": trainer.global_step,
         "sessinit": sorted(m for m in sys.modules if m.startswith("trainbus_sessinit")),
-        "looked": looked, "loaded": [registry.describe(eps[0]) for eps in registry.index(registry.PLUGIN_GROUP).values()],
+        "looked": looked,
+        "loaded": [registry.describe(eps[0]) for eps in registry.index(registry.PLUGIN_GROUP).values()],
         "run_ambient": sorted(n for n, _ in trainer.plugin_manager.list_name_plugin() if n.startswith("plugin:")),
     }))
 """)

@@ -32,7 +32,8 @@ def __getattr__(name: str) -> object:
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     # get_model_loader: tensorpack's older name for SmartInit
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), "SmartInit" if name == "get_model_loader" else name)
+    attr = "SmartInit" if name == "get_model_loader" else name
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), attr)
     globals()[name] = value
     return value
 
