@@ -225,3 +225,43 @@ def test_the_hook_specifications_are_read_once_per_process(monkeypatch):
     assert pm.hook.after_run.spec.argnames == ("trainer", "run_context", "run_values")
     assert pm.hook.sessinit_for.spec.opts["firstresult"] is True
     assert {"before_run", "trigger_step", "process_scalar", "default_callbacks", "sessinit_for"} <= set(vars(pm.hook))
+
+
+class Stepper(Callback):
+    def __init__(self, tag, log):
+        self.tag, self.log = tag, log
+
+    def _trigger_step(self):
+        self.log.append(self.tag)
+
+    def _trigger(self):
+        self.log.append(self.tag)
+
+    def __str__(self):
+        return self.tag
+
+
+def test_a_drop_registers_again_only_the_members_up_to_the_last_that_dropped():
+    log = []
+    a, b, c, d = (Stepper(t, log) for t in "abcd")
+    pm = TrainbusPluginManager()
+    pm.register_ordered([a, b, c, d])
+
+    def impls(hook):
+        return {i.plugin: i for i in getattr(pm.hook, hook).get_hookimpls()}
+
+    before = impls("trigger_epoch")
+    pm.drop(b, ["trigger_step"])
+    after = impls("trigger_epoch")
+    assert after[c] is before[c] and after[d] is before[d]  # registered before b: kept
+    assert after[a] is not before[a] and after[b] is not before[b]
+    with pm.deferring_drops():
+        pm.drop(a, ["trigger_epoch"])
+        pm.drop(c, ["trigger_step"])
+    assert impls("trigger_epoch")[d] is before[d]
+    pm.hook.trigger_step(trainer=None)
+    pm.hook.trigger_epoch(trainer=None)
+    assert log == ["a", "d", "b", "c", "d"]  # every hook in the members' order, without the dropped ones
+    assert pm.describe_hooks(["trigger_step", "trigger_epoch"]) == (
+        "trigger_step: callback[0]:a -> callback[3]:d\n"
+        "trigger_epoch: callback[1]:b -> callback[2]:c -> callback[3]:d")

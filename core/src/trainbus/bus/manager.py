@@ -62,6 +62,8 @@ class TrainbusPluginManager(pluggy.PluginManager):
         self._dropped: dict[int, frozenset[str]] = {}
         self._defer_drops = 0
         self._drops_pending = False
+        #: the highest position (in the members' order) of a member whose drops are pending
+        self._drops_upto = -1
         #: (member, the hooks it is registered for) while ``register`` registers it
         self._registering: tuple[Any, frozenset[str]] | None = None
         #: errors raised by members in ``after_train``, collected so that every member's
@@ -163,10 +165,12 @@ class TrainbusPluginManager(pluggy.PluginManager):
         if unknown:
             raise ValueError(f"cannot drop unknown hook(s) {unknown} of {member}; the hooks are "
                              f"{', '.join(hookspecs.LOOP_HOOKS + hookspecs.MONITOR_HOOKS)}")
-        if not any(m is member for m in self._ordered or ()):
+        index = next((i for i, m in enumerate(self._ordered or ()) if m is member), None)
+        if index is None:
             return  # not a member of this run (e.g. wrapped by another callback): nothing to drop
         self._dropped[id(member)] = self._dropped.get(id(member), frozenset()) | hooks
         self._drops_pending = True
+        self._drops_upto = max(self._drops_upto, index)
         if not self._defer_drops:
             self._apply_drops()
 
@@ -183,14 +187,18 @@ class TrainbusPluginManager(pluggy.PluginManager):
 
     def _apply_drops(self) -> None:
         # pluggy has no public way to remove one implementation; unregistering and registering
-        # every member again, in the same order, keeps the calling order exact
-        members = list(self._ordered or ())
+        # members again, in the same order, keeps the calling order exact. The members are
+        # registered last one first: those after the last member that dropped hooks were
+        # registered before it and keep their registration; it and those before it are
+        # registered again
+        members = list(self._ordered or ())[:self._drops_upto + 1]
         names = {id(m): self.get_name(m) for m in members}
         for m in members:
             self.unregister(m)
         for m in reversed(members):
             self.register(m, name=names[id(m)])
         self._drops_pending = False
+        self._drops_upto = -1
 
     def take_after_train_errors(self) -> list[BaseException]:
         """The errors members raised in ``after_train`` since the last call, in calling order."""
