@@ -420,9 +420,9 @@ class _Guarded:
     """Stand-in registered for an ambient plugin: same hooks, errors reported not raised.
     The hooks are instance attributes, named in ``_trainbus_hooks``."""
 
-    def __init__(self, target: Any) -> None:
+    def __init__(self, target: Any, hooks: tuple[str, ...] = ()) -> None:
         self._target = target
-        self._trainbus_hooks: tuple[str, ...] = ()
+        self._trainbus_hooks: tuple[str, ...] = tuple(hooks)
 
     def __repr__(self) -> str:
         return f"<guarded {self._target!r}>"
@@ -439,8 +439,7 @@ def _hook_names(pm: TrainbusPluginManager, obj: Any) -> list[str]:
 
 
 def _guard(pm: TrainbusPluginManager, obj: Any, who: str) -> Any:
-    guarded = _Guarded(obj)
-    guarded._trainbus_hooks = tuple(_hook_names(pm, obj))
+    guarded = _Guarded(obj, tuple(_hook_names(pm, obj)))
     for name in guarded._trainbus_hooks:
         opts = pluggy.PluginManager.parse_hookimpl_opts(pm, obj, name)
         method = getattr(obj, name)

@@ -91,8 +91,9 @@ class DataFromList(RNGDataFlow):
             return
         order = np.arange(len(self.lst))
         self.rng.shuffle(order)
-        for k in order:
-            yield self.lst[k]
+        # Python ints (a list indexed by numpy integers goes through __index__ every time), and
+        # the loop in C
+        yield from map(self.lst.__getitem__, order.tolist())
 
 
 class DataFromDict(RNGDataFlow):
