@@ -200,12 +200,11 @@ CONTRIB = """\
 """
 
 CONTRIB_PORTED = """\
-    import tensorflow.compat.v1 as tf
-    tf.disable_v2_behavior()
+    import tensorflow as tf
     import tf_slim
     import tf_slim as slim
     from tf_slim.nets import resnet_v1
-    rnn = tf.nn.rnn_cell
+    rnn = tf.compat.v1.nn.rnn_cell
 
     def model(x, seq):
         reg = tf.keras.regularizers.l2(0.5 * (1e-4))
@@ -213,10 +212,10 @@ CONTRIB_PORTED = """\
         with tf_slim.arg_scope([slim.conv2d], padding='SAME'):
             pass
         cell = rnn.MultiRNNCell([rnn.LSTMCell(4), rnn.BasicLSTMCell(4)])
-        cell = tf.nn.rnn_cell.DropoutWrapper(cell, output_keep_prob=0.5)
-        outs, st = tf.nn.static_rnn(cell, seq, dtype=tf.float32)
-        step = tf.train.get_or_create_global_step()
-        return tf_slim.flatten(h), tf.placeholder(tf.float32)
+        cell = tf.compat.v1.nn.rnn_cell.DropoutWrapper(cell, output_keep_prob=0.5)
+        outs, st = tf.compat.v1.nn.static_rnn(cell, seq, dtype=tf.float32)
+        step = tf.compat.v1.train.get_or_create_global_step()
+        return tf_slim.flatten(h), tf.compat.v1.placeholder(tf.float32)
 """
 
 
@@ -226,12 +225,24 @@ def test_contrib_pieces_go_to_their_maintained_homes(tmp_path):
     assert out.startswith("import os  # trainbus port: ")
     assert out.split("\n")[1] == 'os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")'
     assert body == textwrap.dedent(CONTRIB_PORTED)
+    # its one TF 1 name outside tf.contrib is one line for tf_upgrade_v2 (the compat route: two)
+    assert [f.route for f in report.files] == ["upgrade"], report.files
     assert report.exit_code == 0, report.problems
     assert set(report.packages) == {"tf_slim", "tf_keras"}
     reasons = " | ".join(r for c in report.changes for r in c.reasons)
     assert "tf_upgrade_v2: Multiplying scale arg of tf.contrib.layers.l2_regularizer" in reasons
     assert "LSTMBlockCell" in reasons and "tf.contrib.rnn.static_rnn -> tf.nn.static_rnn" in reasons
     assert any("TF_USE_LEGACY_KERAS=1" in r for r in report.runtime)
+
+
+def test_every_file_is_ported_with_the_same_rules(tmp_path):
+    # TensorFlow's upgrader puts all its rules back after each file: the tf.contrib rules must
+    # not leak into the route choice of the next file (it chose the compat route then)
+    first, report1 = _port_one(tmp_path / "1", CONTRIB)
+    second, report2 = _port_one(tmp_path / "2", CONTRIB)
+    assert first == second
+    assert [f.route for f in report1.files] == [f.route for f in report2.files] == ["upgrade"]
+    assert [f.why for f in report1.files] == [f.why for f in report2.files]
 
 
 CONTRIB_IMPORTS = """\
@@ -315,7 +326,8 @@ def test_constructs_without_a_home_are_refused_with_a_report_line(tmp_path, caps
     # what could be converted still was
     ported = (tmp_path / "dst" / "m.py").read_text()
     assert "from trainbus.utils.loadcaffe import load_caffe" in ported
-    assert ported.startswith("import tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()\n")
+    # one TF 1 name outside tf.contrib: tf_upgrade_v2's one line (the upgrade route)
+    assert ported.startswith("import tensorflow as tf\n") and "x = tf.compat.v1.placeholder(tf.float32)" in ported
 
 
 def test_porting_a_ported_tree_changes_nothing(tmp_path):

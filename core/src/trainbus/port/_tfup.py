@@ -34,18 +34,35 @@ def tf() -> Any:
     return tensorflow
 
 
-@functools.lru_cache(maxsize=None)
-def _upgrader(contrib: bool) -> Any:
-    with contextlib.redirect_stdout(io.StringIO()):
-        from tensorflow.tools.compatibility import ast_edits, tf_upgrade_v2
-
-        spec = tf_upgrade_v2.TFAPIChangeSpec()
+def _keep_rules(spec: Any, contrib: bool) -> None:
+    """Keep the ``tf.contrib`` rules of ``spec`` (``contrib``) or all the others."""
     for name in _SPEC_FIELDS:
         table = getattr(spec, name, None)
         if isinstance(table, dict):
             setattr(spec, name, {k: v for k, v in table.items() if k.startswith(_CONTRIB) == contrib})
         elif isinstance(table, (set, frozenset)):
             setattr(spec, name, {k for k in table if k.startswith(_CONTRIB) == contrib})
+
+
+@functools.lru_cache(maxsize=None)
+def _upgrader(contrib: bool) -> Any:
+    with contextlib.redirect_stdout(io.StringIO()):
+        from tensorflow.tools.compatibility import ast_edits, tf_upgrade_v2
+
+        class Spec(tf_upgrade_v2.TFAPIChangeSpec):
+            # the upgrader puts every table back after each file (clear_preprocessing calls
+            # __init__) and swaps some in while reading one (preprocess): the rule set is
+            # chosen again each time, or the second file would get all the rules
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                _keep_rules(self, contrib)
+
+            def preprocess(self, *args: Any, **kwargs: Any) -> Any:
+                out = super().preprocess(*args, **kwargs)
+                _keep_rules(self, contrib)
+                return out
+
+        spec = Spec()
     return ast_edits.ASTCodeUpgrader(spec)
 
 
