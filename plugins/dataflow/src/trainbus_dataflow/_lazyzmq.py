@@ -16,7 +16,9 @@ class _LazyZMQ:
     def __getattr__(self, name: str) -> Any:
         import zmq
 
-        return getattr(zmq, name)
+        value = getattr(zmq, name)
+        self.__dict__[name] = value  # found by plain attribute lookup from now on (per-datapoint paths)
+        return value
 
     def __repr__(self) -> str:
         return "<zmq, imported on first use>"
