@@ -13,7 +13,9 @@ def opt_packages(name: str) -> str:
     (``<venv>/opt/<name>``: ``sklearn``, ``plot``), outside site-packages because Keras imports
     those packages during every ``import tensorflow`` when they are importable. Fails the test
     with the command to run when the folder is missing."""
-    where = os.path.join(sys.prefix, "opt", name)
+    # the venv of this interpreter (sys.prefix is the base interpreter's under `python -S`,
+    # as tools/test_core_alone.sh runs it)
+    where = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(sys.executable))), "opt", name)
     if not os.path.isdir(where):
         pytest.fail(f"{where} is missing: run `bash tools/bootstrap.sh setup`")
     return where

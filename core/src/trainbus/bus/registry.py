@@ -185,6 +185,7 @@ def clear_cache() -> None:
     _dist_label.cache_clear()
     _packages_distributions.cache_clear()
     _declared_packages.cache_clear()
+    _holds_distributions.cache_clear()
 
 
 @functools.lru_cache(maxsize=None)
@@ -376,11 +377,38 @@ def _declared_packages() -> dict[str, tuple[str, str]]:
     return out
 
 
+def _beside_distributions(path: str | None) -> bool:
+    """Whether the module file ``path`` was imported from a folder of installed distributions
+    (one that holds ``*.dist-info`` or ``*.egg-info`` entries), not from the user's own files."""
+    import os
+    import sys
+
+    if not path:
+        return False
+    path = os.path.abspath(path)
+    for entry in sys.path:
+        root = os.path.abspath(entry or ".")
+        if path.startswith(root + os.sep) and _holds_distributions(root):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=None)
+def _holds_distributions(folder: str) -> bool:
+    import os
+
+    try:
+        return any(n.endswith((".dist-info", ".egg-info")) for n in os.listdir(folder))
+    except OSError:
+        return False
+
+
 def provider_of(module: str) -> str | None:
     """``"name version"`` of the installed distribution that provides ``module``, or None.
     Packages that declare trainbus entry points are known from the scan; any other module is
     looked up in the installed files of every distribution (read once per process) only when
-    it was imported from a site directory: a module of the user's own files has none."""
+    it was imported from a folder of installed distributions: a module of the user's own
+    files has none."""
     import sys
 
     top = (module or "").split(".", 1)[0]
@@ -389,8 +417,7 @@ def provider_of(module: str) -> str | None:
     label = _declared_packages().get(top)
     if label is not None:
         return f"{label[0]} {label[1]}"
-    where = getattr(sys.modules.get(top), "__file__", None) or ""
-    if "site-packages" not in where and "dist-packages" not in where:
+    if not _beside_distributions(getattr(sys.modules.get(top), "__file__", None)):
         return None
     try:
         names = _packages_distributions().get(top) or []
