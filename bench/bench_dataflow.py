@@ -11,6 +11,7 @@ machine noise hits both alike). Each side runs ``--repeats`` times; the best win
 
     python bench/bench_dataflow.py --tensorpack-python /path/to/venv-with-tensorpack/bin/python
     python bench/bench_dataflow.py --quick          # shorter windows, no trainer part
+    python bench/bench_dataflow.py --match imgaug --repeats 7   # some pipelines, best of 7 runs a side
 
 Targets: >= 1.0x tensorpack on every pipeline, >= 1.3x where the work is serialization or the ZMQ hop.
 """
@@ -251,6 +252,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=2.0, help="timed window per run")
     ap.add_argument("--repeats", type=int, default=3, help="runs per side; the best counts")
     ap.add_argument("--quick", action="store_true", help="1 s windows, one run, no trainer part")
+    ap.add_argument("--match", default=None, help="only the pipelines whose name contains this text")
     ap.add_argument("--only", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--side", default="trainbus", choices=["trainbus", "tensorpack"], help=argparse.SUPPRESS)
     ap.add_argument("--tmp", default=None, help=argparse.SUPPRESS)
@@ -273,6 +275,8 @@ def main():
         print(f"{'pipeline':52s} {'trainbus dp/s':>14s} {'tensorpack dp/s':>16s} {'ratio':>7s} {'target':>7s}")
         rows = []
         for name in PIPELINES:
+            if args.match and args.match.lower() not in name.lower():
+                continue
             tb = tp = None
             for _ in range(args.repeats):  # alternate the sides, so that machine noise hits both alike
                 r = side_measure("trainbus", name, args.seconds, 1, os.path.join(tmp, "trainbus"), None)
