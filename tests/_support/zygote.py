@@ -373,6 +373,22 @@ class Zygote:
                     self._procs[pid] = proc
         return proc
 
+    def run(self, cmd: list[str], cwd: Any = None, env: dict | None = None, timeout: float | None = None,
+            input: str | None = None) -> subprocess.CompletedProcess:
+        """``subprocess.run(cmd, capture_output=True, text=True, ...)`` in a child; on a timeout
+        the child's session is killed and ``TimeoutExpired`` raised."""
+        proc = self.popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL)
+        try:
+            out, err = proc.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+            raise
+        return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
     def launcher(self) -> list[str]:
         """The command prefix that runs a Python command in a child of this zygote when another
         program starts it: ``[*zygote().launcher(), SCRIPT, ARGS...]`` (e.g. the ranks
@@ -412,15 +428,5 @@ def zygote() -> Zygote:
 
 def run(cmd: list[str], cwd: Any = None, env: dict | None = None, timeout: float | None = None,
         input: str | None = None) -> subprocess.CompletedProcess:
-    """``subprocess.run(cmd, capture_output=True, text=True, ...)`` through the zygote."""
-    proc = zygote().popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL)
-    try:
-        out, err = proc.communicate(input, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
-        raise
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    """``subprocess.run(cmd, capture_output=True, text=True, ...)`` through this process's zygote."""
+    return zygote().run(cmd, cwd=cwd, env=env, timeout=timeout, input=input)

@@ -166,14 +166,7 @@ class FreshVenv:
     def run(self, *args: str, check: bool = True, cwd: str | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
         cmd = self._python_command(args)
         if self.use_zygote and cmd is not None and (cmd[1:2] in (["-c"], ["-m"]) or not cmd[1].startswith("-")):
-            proc = self.zygote().popen(cmd, cwd=cwd or os.getcwd(), env=self.env())
-            try:
-                out, err = proc.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, 9)
-                proc.wait()
-                raise
-            r = subprocess.CompletedProcess(list(args), proc.returncode, out, err)
+            r = self.zygote().run(cmd, cwd=cwd or os.getcwd(), env=self.env(), timeout=timeout)
         else:
             r = subprocess.run(list(args), capture_output=True, text=True, env=self.env(), cwd=cwd, timeout=timeout)
         if check and r.returncode != 0:

@@ -208,16 +208,14 @@ def _general(hook: str, calls: tuple, profile: HookProfile | None) -> Callable[[
 
 def _all_direct(hook: str, calls: tuple) -> Callable[..., Any]:
     """The per-step loops when every implementation is a member's direct method: the hot path.
-    The loops hold the bound methods alone; the member that raised is looked up from the
-    method the loop stopped at, only on failure."""
+    The loops hold the bound methods alone; the member of a method (the one that raised, or
+    answered) is looked up by the method's id (``fns`` keeps each method alive)."""
     members = tuple(m for m, _, _ in calls)
     fns = tuple(f for _, _, f in calls)
+    owner_of = {id(f): m for m, f in zip(members, fns)}
 
     def owner(f: Any) -> Any:
-        for m, g in zip(members, fns):
-            if g is f:
-                return m
-        return None
+        return owner_of.get(id(f))
 
     if hook == "trigger_step":
         def trigger_step(trainer: Any = None) -> None:
@@ -230,8 +228,6 @@ def _all_direct(hook: str, calls: tuple) -> Callable[..., Any]:
                 raise
         return trigger_step
     if hook == "before_run":
-        by_method = {id(f): m for m, f in zip(members, fns)}
-
         def before_run(trainer: Any, run_context: Any) -> Any:
             answers = None
             f = None
@@ -249,7 +245,7 @@ def _all_direct(hook: str, calls: tuple) -> Callable[..., Any]:
                 return ()
             out = []
             for f, r in answers:
-                m = by_method[id(f)]
+                m = owner_of[id(f)]
                 try:
                     out.append((m, m.run_request(r)))
                 except BaseException as e:
