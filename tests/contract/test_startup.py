@@ -60,7 +60,7 @@ def test_every_lookup_of_a_process_is_served_by_one_scan(monkeypatch, fresh_scan
     from trainbus.cli import version_text
 
     calls = {"listing": 0, "importlib_metadata": 0}
-    listing, full = registry._path_distributions, importlib_metadata.entry_points
+    listing, full = registry._path_listing, importlib_metadata.entry_points
 
     def counted_listing():
         calls["listing"] += 1
@@ -70,7 +70,7 @@ def test_every_lookup_of_a_process_is_served_by_one_scan(monkeypatch, fresh_scan
         calls["importlib_metadata"] += 1
         return full(**kw)
 
-    monkeypatch.setattr(registry, "_path_distributions", counted_listing)
+    monkeypatch.setattr(registry, "_path_listing", counted_listing)
     monkeypatch.setattr(importlib_metadata, "entry_points", counted_full)
     before = registry.scans
     groups = (*registry.NAME_GROUPS, registry.PLUGIN_GROUP, registry.API_GROUP, modpaths.MODULE_GROUP)
@@ -239,3 +239,67 @@ def test_a_defaults_training_imports_only_the_plugins_its_configuration_uses(tmp
     # the ambient plugins, loaded by the contribution manager and by the training's manager, were
     # each looked through once
     assert sorted(res["looked"]) == sorted(res["loaded"]) and len(res["run_ambient"]) == len(res["loaded"]), res
+
+
+def test_the_scan_reads_entry_points_files_as_importlib_metadata_does(tmp_path, fresh_scan):
+    """The scan parses the ``entry_points.txt`` files itself: comments, blank lines, spaces,
+    values with ``=`` in extras, other groups between trainbus ones all read as
+    ``importlib_metadata`` reads them, and each entry point loads and knows its distribution."""
+    root = make_dist(tmp_path / "odd", "trainbus-oddfmt", "0.3", {}, {"odd_mod": "class Odd:\n    pass\n"})
+    info = next(root.glob("*.dist-info"))
+    (info / "entry_points.txt").write_text(
+        "# a comment before any group\n\n"
+        "[console_scripts]\nodd-tool = odd_mod:Odd\n\n"
+        "  [trainbus.callbacks]  \n"
+        "   OddCallback   =   odd_mod:Odd   \n"
+        "# a comment = with an equals sign\n"
+        "\n"
+        "OddExtra = odd_mod:Odd [fast]\n"
+        "[trainbus.plugins]\n"
+        "oddplug=odd_mod\n")
+    sys.path.insert(0, str(root))
+    try:
+        found = _trainbus_eps(ep for g in registry.scan().groups.values() for ep in g)
+        ours = [e for e in found if e[3] == "trainbus-oddfmt"]
+        theirs = [e for e in _trainbus_eps(importlib_metadata.entry_points()) if e[3] == "trainbus-oddfmt"]
+        assert ours == theirs
+        assert {e[1] for e in ours} == {"OddCallback", "OddExtra", "oddplug"}
+        ep = registry.index("trainbus.callbacks")["OddCallback"][0]
+        assert ep.load().__name__ == "Odd"
+        assert registry.describe(ep) == "trainbus-oddfmt 0.3 (OddCallback = odd_mod:Odd)"
+    finally:
+        sys.path.remove(str(root))
+        sys.modules.pop("odd_mod", None)
+
+
+def test_an_unreadable_entry_point_line_names_the_distribution(tmp_path, fresh_scan):
+    root = make_dist(tmp_path / "broken", "trainbus-brokenfmt", "0.1", {}, {})
+    info = next(root.glob("*.dist-info"))
+    (info / "entry_points.txt").write_text("[trainbus.callbacks]\nthis line has no equals sign\n")
+    sys.path.insert(0, str(root))
+    try:
+        with pytest.raises(registry.PluginLoadError) as err:
+            registry.scan()
+        msg = str(err.value)
+        assert str(info) in msg and "'this line has no equals sign'" in msg and "[trainbus.callbacks]" in msg
+        assert "Reinstall or uninstall" in msg
+    finally:
+        sys.path.remove(str(root))
+
+
+def test_the_scan_makes_standard_library_objects_without_the_backport():
+    """After ``import tensorflow`` (which imports ``importlib.metadata``), the scan imports no
+    ``importlib_metadata`` backport: its objects are the standard library's."""
+    code = textwrap.dedent("""
+        import json, sys
+        from trainbus.bus import registry
+        registry.scan()
+        ep = registry.index(registry.PLUGIN_GROUP)["steps"][0]
+        print(json.dumps({"backport": sorted(m for m in sys.modules if m.split(".")[0] in ("importlib_metadata", "zipp")),
+                          "ep": type(ep).__module__, "dist": type(ep.dist).__module__,
+                          "label": registry.dist_name_version(ep)[0]}))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res == {"backport": [], "ep": "importlib.metadata", "dist": "importlib.metadata", "label": "trainbus-steps"}

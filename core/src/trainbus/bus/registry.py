@@ -7,8 +7,11 @@ A name users import from module ``M`` (``trainbus.callbacks``, ``trainbus.train`
 The installed distributions' entry points are read in one scan per process (:func:`scan`),
 the first time any group is asked for; every group, the plugin API declarations and each
 distribution's name and version come from it. ``clear_cache()`` forgets it (after installing
-or removing distributions at run time). ``importlib_metadata`` itself is imported by that first
-scan, not by ``import trainbus``.
+or removing distributions at run time). The scan reads the ``entry_points.txt`` files itself and
+makes the standard library's ``importlib.metadata`` objects (which TensorFlow has imported
+already); the ``importlib_metadata`` backport is imported only where the environment has what
+only its search handles (a zip archive or an ``.egg`` on ``sys.path``, another distribution
+finder). Neither is imported by ``import trainbus``.
 """
 
 from __future__ import annotations
@@ -87,6 +90,19 @@ def _normalized(name: str) -> str:
     return re.sub(r"[-_.]+", "_", name).lower()
 
 
+def _metadata() -> Any:
+    """The ``importlib.metadata`` module the listing makes its objects with: the standard
+    library's from Python 3.11 on (its ``EntryPoint`` and ``PathDistribution`` have the API
+    trainbus uses there, and TensorFlow imports it anyway), the backport before."""
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import importlib.metadata as md
+    else:  # pragma: no cover - Python 3.10
+        import importlib_metadata as md
+    return md
+
+
 def _path_distributions() -> list[Any] | None:
     """The distributions ``importlib_metadata.distributions()`` finds (first one of each name,
     in ``sys.path`` order, then a directory's entries in reverse name order), keeping only
@@ -95,14 +111,21 @@ def _path_distributions() -> list[Any] | None:
     search (the other distributions' files are read, not parsed). None where the
     environment has what only that search handles (a zip file or an ``.egg`` on ``sys.path``,
     another finder of distributions on ``sys.meta_path``)."""
+    listing = _path_listing()
+    return None if listing is None else [dist for dist, _ in listing]
+
+
+def _path_listing() -> list[tuple[Any, str]] | None:
+    """:func:`_path_distributions`, each with the text of its ``entry_points.txt``."""
     import os
     import re
     import sys
 
-    import importlib_metadata
-
     for finder in sys.meta_path:
-        if hasattr(finder, "find_distributions") and type(finder).__module__ not in _PATH_FINDER_MODULES:
+        # the standard library's PathFinder is on sys.meta_path as a class (the backport, once
+        # imported, takes its find_distributions away and adds a finder instance of its own)
+        module = finder.__module__ if isinstance(finder, type) else type(finder).__module__
+        if hasattr(finder, "find_distributions") and module not in _PATH_FINDER_MODULES:
             return None
     seen: set[str] = set()
     found = []
@@ -132,8 +155,42 @@ def _path_distributions() -> list[Any] | None:
             except OSError:
                 continue
             if re.search(_DECLARES, text):  # only distributions declaring trainbus groups are parsed
-                found.append(importlib_metadata.Distribution.at(os.path.join(entry, child)))
-    return found
+                found.append((os.path.join(entry, child), text))
+    if not found:
+        return []
+    import pathlib
+
+    md = _metadata()
+    return [(md.PathDistribution(pathlib.Path(path)), text) for path, text in found]
+
+
+def _trainbus_entry_points(dist: Any, text: str) -> list[Any]:
+    """The entry points in trainbus groups of ``dist``, whose ``entry_points.txt`` says ``text``,
+    read as ``importlib.metadata`` reads that file (lines stripped, ``#`` comments and blank
+    lines skipped, ``[group]`` headers, ``name = value`` split at the first ``=``); the other
+    groups are not parsed. Each entry point knows its distribution (``ep.dist``)."""
+    md = _metadata()
+    if not hasattr(md.EntryPoint, "_for"):  # pragma: no cover - a metadata module without it: let it parse
+        return [ep for ep in dist.entry_points if ep.group.startswith("trainbus.")]
+    eps = []
+    group = None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            group = line.strip("[]")
+            continue
+        if group is None or not group.startswith("trainbus."):
+            continue
+        name, sep, value = line.partition("=")
+        if not sep:
+            raise PluginLoadError(
+                f"the distribution installed at {getattr(dist, '_path', dist)} has an unreadable entry point line "
+                f"{line!r} in group [{group}] of its entry_points.txt (expected 'name = value'). Reinstall or "
+                "uninstall that distribution.")
+        eps.append(md.EntryPoint(name.strip(), value.strip(), group)._for(dist))
+    return eps
 
 
 @functools.lru_cache(maxsize=None)
@@ -142,15 +199,15 @@ def scan() -> _Scan:
     group is kept), read once per process (``clear_cache()`` forgets them). Imports no entry
     point."""
     global scans
-    import itertools
-
-    import importlib_metadata
-
     scans += 1
     found = _Scan()
-    dists = _path_distributions()
-    eps = (importlib_metadata.entry_points() if dists is None
-           else itertools.chain.from_iterable(d.entry_points for d in dists))
+    listing = _path_listing()
+    if listing is None:
+        import importlib_metadata
+
+        eps = list(importlib_metadata.entry_points())
+    else:
+        eps = [ep for dist, text in listing for ep in _trainbus_entry_points(dist, text)]
     for ep in eps:
         if not ep.group.startswith("trainbus."):
             continue
@@ -269,9 +326,7 @@ def declared_api(source: Any) -> PluginAPI | None:
     none (it is then not checked). This is the one place the declaration is read: one it
     cannot read raises :class:`~trainbus.exceptions.PluginLoadError` naming the distribution
     and what is wrong with it."""
-    from importlib_metadata import EntryPoint
-
-    dist = getattr(source, "dist", None) if isinstance(source, EntryPoint) else source
+    dist = getattr(source, "dist", None) if _is_entry_point(source) else source
     if dist is None:
         return None
     seen = scan().api.get(id(dist))
@@ -280,6 +335,12 @@ def declared_api(source: Any) -> PluginAPI | None:
     else:
         eps = tuple((ep.name, ep.value) for ep in dist.entry_points if ep.group == API_GROUP)
     return _parse_api(_dist_label(dist)[0], eps)
+
+
+def _is_entry_point(obj: Any) -> bool:
+    """Whether ``obj`` is an entry point (of ``importlib.metadata`` or of the backport), not a
+    distribution."""
+    return hasattr(obj, "group") and hasattr(obj, "value") and hasattr(obj, "load")
 
 
 def check_api(source: Any) -> PluginAPI | None:
