@@ -187,3 +187,41 @@ def test_a_resumed_run_marks_its_restart_and_tensorboard_shows_one_curve(logdir)
     assert marks == [[], [(3, "resumed after global_step 2")]]
     acc = load(logdir)
     assert [(e.step, e.value) for e in acc.Scalars("val")] == [(1, 11.0), (2, 12.0), (3, 23.0), (4, 24.0)]
+
+
+def test_the_whole_finalized_graph_is_written_off_the_training_thread(logdir, monkeypatch):
+    """The graph is written in a thread of its own, started before the first step, once the
+    graph is finalized: every op the callbacks, the trainer and the session initializer made."""
+    import threading
+
+    import tensorflow as tf
+
+    seen = []
+    original = tf.compat.v1.summary.FileWriter.add_graph
+
+    def add_graph(self, graph, *a, **k):
+        seen.append((threading.current_thread().name, graph.finalized, len(graph.get_operations())))
+        return original(self, graph, *a, **k)
+
+    monkeypatch.setattr(tf.compat.v1.summary.FileWriter, "add_graph", add_graph)
+    train_tiny(monitors=[trainbus.callbacks.TFEventWriter()], max_epoch=1, steps_per_epoch=2)
+    assert [s[:2] for s in seen] == [("TFEventWriter-graph", True)]
+    nodes = load(logdir).Graph().node
+    assert {"W", "cost", "global_step"} <= {n.name for n in nodes}
+    assert len(nodes) == seen[0][2]
+
+
+def test_a_graph_that_cannot_be_written_is_a_warning_and_training_goes_on(logdir, monkeypatch, caplog):
+    import tensorflow as tf
+
+    def add_graph(self, graph, *a, **k):
+        raise ValueError("graph too large for this test")
+
+    monkeypatch.setattr(tf.compat.v1.summary.FileWriter, "add_graph", add_graph)
+    train_tiny(callbacks=[PutAll()], monitors=[trainbus.callbacks.TFEventWriter()], max_epoch=2, steps_per_epoch=2)
+    warnings = [r.getMessage() for r in caplog.records if "writing the graph" in r.getMessage()]
+    assert len(warnings) == 1 and "ValueError: graph too large for this test" in warnings[0]
+    assert str(logdir) in warnings[0]
+    acc = load(logdir)
+    assert acc.Tags()["graph"] is False
+    assert [(e.step, e.value) for e in acc.Scalars("epoch_sq")] == [(2, 1.0), (4, 4.0)]

@@ -13,7 +13,6 @@ from __future__ import annotations
 import atexit
 import bisect
 import ctypes
-import ctypes.util
 import multiprocessing as mp
 import queue
 import signal
@@ -190,6 +189,8 @@ _libc = None
 def _prctl_set_pdeathsig(sig: int) -> None:
     global _libc
     if _libc is None:
+        import ctypes.util  # on first use: a training that starts no worker process needs none of it
+
         _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
     if _libc.prctl(_PR_SET_PDEATHSIG, ctypes.c_ulong(sig), ctypes.c_ulong(0), ctypes.c_ulong(0),
                    ctypes.c_ulong(0)) != 0:

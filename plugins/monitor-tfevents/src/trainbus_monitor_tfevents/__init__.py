@@ -17,8 +17,11 @@ _file_counter = itertools.count()
 
 class TFEventWriter(MonitorBase):
     """Write summaries (``put_scalar``, ``put_image``, ``put_summary``) and events
-    (``put_event``) to a TensorFlow event file, readable by TensorBoard. The graph is written
-    when the writer is set up; the file is flushed at the end of every epoch. A resumed run
+    (``put_event``) to a TensorFlow event file, readable by TensorBoard. The event file is
+    created when the writer is set up; the graph (the whole graph, once it is finalized) is
+    written in a thread started before the first step, so that the training does not wait for
+    it (it mostly overlaps TensorFlow's own work on the first step); the file is flushed at the
+    end of every epoch, once the graph is in it. A resumed run
     (one that starts from a restored ``global_step``) writes a restart marker first, so that
     TensorBoard shows one curve per tag, without the steps the interrupted run wrote after its
     last checkpoint.
@@ -46,6 +49,8 @@ class TFEventWriter(MonitorBase):
         self._flush_secs = flush_secs
         self._split_files = bool(split_files)
         self._writer: Any = None
+        self._graph_thread: Any = None
+        self._graph_error: BaseException | None = None
 
     @property
     def _logdir(self) -> str | None:
@@ -86,15 +91,39 @@ class TFEventWriter(MonitorBase):
         os.makedirs(self._logdir, exist_ok=True)
         with self.graph.as_default():
             self._writer = self._new_writer()
-            self._writer.add_graph(self.graph)
+
+    def _write_graph(self, writer: Any) -> None:
+        try:
+            writer.add_graph(self.graph)
+        except BaseException as e:  # noqa: BLE001 - reported by _graph_written, in the training's thread
+            self._graph_error = e
+
+    def _graph_written(self) -> None:
+        """Wait for the thread writing the graph; a failure is a warning (training goes on)."""
+        thread, self._graph_thread = self._graph_thread, None
+        if thread is None:
+            return
+        thread.join()
+        error, self._graph_error = self._graph_error, None
+        if error is not None:
+            logger.warning(f"TFEventWriter: writing the graph to {self._writer.get_logdir()} failed "
+                           f"({type(error).__name__}: {error}); TensorBoard will show no graph for this run.")
 
     def _before_train(self) -> None:
-        """A run that starts from a restored ``global_step`` (a resumed run) marks the restart
-        in its event file: TensorBoard then drops the earlier files' events after that step
-        (written by the interrupted run after its checkpoint), so each tag shows one curve
-        without overlapping steps."""
+        """Start writing the graph (finalized by now) in a thread. A run that starts from a
+        restored ``global_step`` (a resumed run) marks the restart in its event file:
+        TensorBoard then drops the earlier files' events after that step (written by the
+        interrupted run after its checkpoint), so each tag shows one curve without
+        overlapping steps."""
+        if self._writer is None:
+            return
+        import threading
+
+        self._graph_thread = threading.Thread(target=self._write_graph, args=(self._writer,), daemon=True,
+                                              name="TFEventWriter-graph")
+        self._graph_thread.start()
         gs = self.trainer.global_step
-        if self._writer is None or gs <= 0:
+        if gs <= 0:
             return
         from tensorflow.core.util.event_pb2 import SessionLog
 
@@ -109,6 +138,7 @@ class TFEventWriter(MonitorBase):
         self._writer.add_event(evt)
 
     def _flush(self) -> bool:
+        self._graph_written()
         try:
             self._writer.flush()
         except Exception as e:  # noqa: BLE001 - a full or read-only disk must not stop training
