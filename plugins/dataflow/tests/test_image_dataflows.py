@@ -112,6 +112,59 @@ def test_augment_image_component_copy_protects_input():
     assert (im == 0).sum() >= 9  # modified in place without the copy
 
 
+class _CountingArray(np.ndarray):
+    """An image that counts how often it (or a view of it) is copied."""
+
+    copies = 0
+
+    def copy(self, *args, **kwargs):
+        _CountingArray.copies += 1
+        return super().copy(*args, **kwargs)
+
+
+def _augment_both_ways(make_augs, im, seed=5):
+    """AugmentImageComponent's output for ``im`` (copy=True), and what the augmentors give for a copy made first
+    (the same seeds); also the number of copies the dataflow made of ``im``."""
+    augs = imgaug.AugmentorList(make_augs())
+    for a in augs.augmentors:
+        a.rng = np.random.RandomState(seed)
+    ref = augs.augment(np.array(im))
+    counted = im.view(_CountingArray)
+    ds = AugmentImageComponent(DataFromList([[counted]], shuffle=False), make_augs())
+    ds.reset_state()
+    _seed_all(ds, seed)
+    _CountingArray.copies = 0
+    (dp,) = list(ds)
+    return dp[0], ref, _CountingArray.copies
+
+
+def test_augment_image_component_copies_only_when_an_augmentor_may_write():
+    big = _img(12, 14)
+    for im in (_img(8, 10), big[2:10, 1:11]):  # a contiguous image and a window of a bigger one
+        orig = im.copy()
+        # Flip (a new array when it flips), crop (a view), resize (a new array): the input is never written to.
+        out, ref, copies = _augment_both_ways(
+            lambda: [imgaug.Flip(horiz=True, prob=1.0), imgaug.RandomCrop((5, 6)), imgaug.Resize((8, 10))], im)
+        np.testing.assert_array_equal(out, ref)
+        assert copies == 0 and not np.shares_memory(out, im)
+        # Only views: the crop is taken from a copy, with the layout a crop of a copy has.
+        out, ref, copies = _augment_both_ways(lambda: [imgaug.RandomCrop((5, 6)), imgaug.CenterCrop(4)], im)
+        np.testing.assert_array_equal(out, ref)
+        assert copies == 1 and not np.shares_memory(out, im)
+        assert out.strides == ref.strides == (10 * 3, 3, 1)
+
+        def write_corner(x):
+            x[0, 0] = 255
+            return x
+
+        # A writing augmentor after a crop: the copy comes first, the crop is taken again from it.
+        out, ref, copies = _augment_both_ways(lambda: [imgaug.RandomCrop((5, 6)), imgaug.MapImage(write_corner)], im)
+        np.testing.assert_array_equal(out, ref)
+        assert copies == 1 and out[0, 0].tolist() == [255, 255, 255]
+        np.testing.assert_array_equal(im, orig)
+    np.testing.assert_array_equal(big, _img(12, 14))
+
+
 def test_augment_image_component_dict_datapoints_and_index():
     src = DataFromList([{"label": 1, "image": _img()}], shuffle=False)
     ds = AugmentImageComponent(src, [imgaug.Flip(horiz=True, prob=1.0)], index="image")

@@ -85,6 +85,16 @@ def test_rand_range_is_float32_uniform():
                                   np.random.RandomState(3).uniform(0, 4.0, (3,)).astype("float32"))
 
 
+def test_rand_range_draws_are_those_of_uniform():
+    aug = Flip(horiz=True)
+    aug.rng, ref = np.random.RandomState(11), np.random.RandomState(11)
+    for args in [(), (0, 1), (1.0,), (-3, 7), (0.25, 0.75), (np.float64(2.0), 3), (np.float32(0.5), 1.5)] * 50:
+        v = aug._rand_range(*args)
+        low, high = (0, args[0]) if len(args) == 1 else args or (0, 1.0)
+        expect = ref.uniform(low, high, []).astype("float32")
+        assert type(v) is np.ndarray and v.dtype == np.float32 and v.shape == () and v == expect
+
+
 @pytest.mark.skipif(not hasattr(os, "register_at_fork"), reason="os.register_at_fork is POSIX-only")
 def test_fork_reseeds_augmentors_in_the_child(monkeypatch):
     monkeypatch.setattr(imgaug_base, "get_rng", lambda obj: np.random.RandomState(os.getpid()))

@@ -55,6 +55,23 @@ def check_dtype(img: Any, who: Any = "augmentor") -> None:
                         f"but got a {type(img).__name__}; convert it with np.asarray(...) first")
 
 
+#: ``get_transform`` and ``apply_image`` functions that never write into the image they are given (they read its
+#: shape or values, and return a new array or a view of it); see :meth:`AugmentorList._augment_copy`. A subclass
+#: that overrides one of them is not covered.
+_NON_MUTATING: set = set()
+
+
+def _declare_non_mutating(*functions: Any) -> None:
+    """Add ``functions`` (``SomeAugmentor.get_transform``, ``SomeTransform.apply_image``) to :data:`_NON_MUTATING`."""
+    _NON_MUTATING.update(functions)
+
+
+def _non_mutating(method: Any) -> bool:
+    """Whether bound ``method`` is one of the :data:`_NON_MUTATING` functions (a function set on the instance is
+    not: it has no ``__func__``)."""
+    return getattr(method, "__func__", None) in _NON_MUTATING
+
+
 def default_repr(obj: Any) -> str:
     """``imgaug.Name(arg=value, ...)`` from the constructor's arguments that differ from their defaults.
 
@@ -133,6 +150,11 @@ class ImageAugmentor(_ReprFromArgs):
         ``high`` is None)."""
         if high is None:
             low, high = 0, low
+        if size is None and isinstance(low, (int, float)) and isinstance(high, (int, float)):
+            # The same draw as uniform(low, high, []).astype("float32"), without the intermediate array;
+            # uniform(0, 1) is 0 + 1 * random_sample() exactly, and random_sample() skips uniform's argument checks.
+            value = self.rng.random_sample() if low == 0 and high == 1 else self.rng.uniform(low, high)
+            return np.array(value, dtype=np.float32)
         return self.rng.uniform(low, high, [] if size is None else size).astype("float32")
 
     def get_transform(self, img: np.ndarray) -> Any:
@@ -241,10 +263,44 @@ class AugmentorList(ImageAugmentor):
             img = a.get_transform(img).apply_image(img)
         return img
 
+    def _augment_copy(self, img: np.ndarray) -> np.ndarray:
+        """What ``self.augment(img.copy())`` returns, copying ``img`` only when that copy is needed.
+
+        While no copy is made, the transforms run on ``img`` itself; those that return views of it are kept. Before
+        the first augmentor or transform that might write into its input (one not declared non-mutating), and at
+        the end if the result is still a view of ``img``, ``img`` is copied and the kept views are taken again from
+        the copy: the same transforms on the same values as with the copy made first. Once a transform returns a
+        new array, nothing later can reach ``img`` and no copy is made at all.
+        """
+        self._check_image(img)
+        src: np.ndarray | None = img  # the caller's image, while what is worked on may still be (a view of) it
+        views: list = []  # the transforms since src that returned views of it
+        for a in self.augmentors:
+            if src is not None and not _non_mutating(a.get_transform):
+                img, src = _replay(views, src), None
+            t = a.get_transform(img)
+            if src is not None and not _non_mutating(t.apply_image):
+                img, src = _replay(views, src), None
+            img = t.apply_image(img)
+            if src is not None:
+                if np.may_share_memory(img, src):
+                    views.append(t)
+                else:
+                    src = None
+        return img if src is None else _replay(views, src)
+
     def __repr__(self) -> str:
         return _list_repr("AugmentorList", self.augmentors)
 
     __str__ = __repr__
+
+
+def _replay(views: list, src: np.ndarray) -> np.ndarray:
+    """A copy of ``src`` with the (view-returning) transforms ``views`` applied to it again, in order."""
+    img = src.copy()
+    for t in views:
+        img = t.apply_image(img)
+    return img
 
 
 class PhotometricAugmentor(ImageAugmentor):

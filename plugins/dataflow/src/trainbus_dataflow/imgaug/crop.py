@@ -8,7 +8,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from .base import ImageAugmentor, ImagePlaceholder, hw_pair
+from .base import ImageAugmentor, ImagePlaceholder, _declare_non_mutating, hw_pair
 from .misc import ResizeShortestEdge
 from .transform import CropTransform, PhotometricTransform, ResizeTransform, TransformList
 
@@ -165,3 +165,7 @@ class RandomCutout(ImageAugmentor):
             return im
 
         return PhotometricTransform(cutout, "cutout")
+
+
+# They only read the image's shape.
+_declare_non_mutating(RandomCrop.get_transform, CenterCrop.get_transform, RandomCropRandomShape.get_transform)

@@ -8,7 +8,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from .base import ImageAugmentor
+from .base import ImageAugmentor, _declare_non_mutating
 from .transform import CropTransform, TransformList, WarpAffineTransform
 
 __all__ = ["Shift", "Rotation", "RotationAndCropValid", "Affine"]
@@ -181,3 +181,7 @@ class Affine(ImageAugmentor):
         mat[0, 2] += dx
         mat[1, 2] += dy
         return WarpAffineTransform(mat, img.shape[1::-1], self.interp, self.border, self.border_value)
+
+
+# They only read the image's shape.
+_declare_non_mutating(Shift.get_transform, Rotation.get_transform, Affine.get_transform)

@@ -9,7 +9,7 @@ import numpy as np
 
 from trainbus.utils import logger
 
-from .base import ImageAugmentor, hw_pair
+from .base import ImageAugmentor, _declare_non_mutating, hw_pair
 from .transform import FlipTransform, NoOpTransform, ResizeTransform, TransposeTransform
 
 __all__ = ["Flip", "Resize", "RandomResize", "ResizeShortestEdge", "Transpose"]
@@ -155,3 +155,8 @@ class Transpose(ImageAugmentor):
         if self.rng.rand() < self.prob:
             return TransposeTransform()
         return NoOpTransform()
+
+
+# They only read the image's shape.
+_declare_non_mutating(Flip.get_transform, Resize.get_transform, ResizeShortestEdge.get_transform,
+                     RandomResize.get_transform, Transpose.get_transform)

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import cv2
 import numpy as np
 
-from .base import _list_repr, _ReprFromArgs
+from .base import _declare_non_mutating, _list_repr, _ReprFromArgs
 
 __all__ = ["Transform", "ResizeTransform", "CropTransform", "FlipTransform", "TransformList", "TransformFactory",
            "WarpAffineTransform", "TransposeTransform", "PhotometricTransform", "NoOpTransform", "LazyTransform"]
@@ -154,6 +154,12 @@ class TransposeTransform(Transform):
 
 class NoOpTransform(Transform):
     """Every ``apply_<kind>`` returns its input unchanged."""
+
+    def apply_image(self, img: np.ndarray) -> np.ndarray:
+        return img
+
+    def apply_coords(self, coords: np.ndarray) -> np.ndarray:
+        return coords
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("apply_"):
@@ -298,3 +304,8 @@ class LazyTransform(BaseTransform):
         return repr(self._transform)
 
     __str__ = __repr__
+
+
+# They return a new array or a view of their input, never writing into it.
+_declare_non_mutating(ResizeTransform.apply_image, CropTransform.apply_image, WarpAffineTransform.apply_image,
+                     FlipTransform.apply_image, TransposeTransform.apply_image, NoOpTransform.apply_image)
