@@ -5,13 +5,25 @@ same run, and the trainer's steps/s fed by ``QueueInput(MultiProcessRunnerZMQ(..
 Every pipeline is built from the same code against either library (``D`` below is
 ``trainbus.dataflow`` or ``tensorpack.dataflow``) and timed for a fixed wall-clock window after a
 warm-up; the figure is output datapoints per second. The tensorpack side runs in this interpreter
-when ``tensorpack`` is importable here, otherwise in the interpreter given by
-``--tensorpack-python`` (one subprocess per pipeline, run right after the trainbus side so that
-machine noise hits both alike). Each side runs ``--repeats`` times; the best window counts.
+when ``tensorpack`` is importable here, otherwise in one child interpreter, the one given by
+``--tensorpack-python``, started once and asked for one window at a time. The two sides' windows
+alternate, so that machine noise hits both alike.
+
+Default mode: each side runs ``--repeats`` windows per pipeline; the best window of each side counts
+and the ratio is best against best.
+
+Many-round mode, ``--rounds N``: N pairs of windows per pipeline, one trainbus window and one
+tensorpack window right after each other (which side goes first alternates from pair to pair). The
+ratio is taken within each pair, where both sides saw about the same machine, and the table gives
+the median of the N ratios, their interquartile range and min-max, the best window of each side, and
+the 1-minute load average seen during the rounds; the line under each pipeline lists every pair's
+ratio. On a noisy machine, where one best-of-3 ratio can move by a third from run to run, the median
+of 15 or more pairs settles within a few percent. This mode skips the trainer part.
 
     python bench/bench_dataflow.py --tensorpack-python /path/to/venv-with-tensorpack/bin/python
     python bench/bench_dataflow.py --quick          # shorter windows, no trainer part
     python bench/bench_dataflow.py --match imgaug --repeats 7   # some pipelines, best of 7 runs a side
+    python bench/bench_dataflow.py --tensorpack-python ... --match imgaug --rounds 15   # median of 15 pairs
 
 Targets: >= 1.0x tensorpack on every pipeline, >= 1.3x where the work is serialization or the ZMQ hop.
 """
@@ -20,7 +32,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import functools
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -165,6 +179,7 @@ def load_library(side):
     return D
 
 
+@functools.lru_cache(maxsize=None)
 def tensorpack_importable():
     try:
         import tensorpack.dataflow  # noqa: F401
@@ -173,17 +188,76 @@ def tensorpack_importable():
     return True
 
 
-def side_measure(side, name, seconds, repeats, tmp, tp_python):
-    if side == "tensorpack" and not tensorpack_importable():
-        if not tp_python:
-            return None
-        cmd = [tp_python, os.path.abspath(__file__), "--side", "tensorpack", "--only", name, "--seconds", str(seconds),
-               "--repeats", str(repeats), "--tmp", tmp]
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-        for line in out.stdout.splitlines():
+class TensorpackChild:
+    """The tensorpack side in another interpreter, started once and kept for the whole run: it reads one
+    request (a JSON line: pipeline and window) at a time from its stdin and answers with a ``RESULT`` line.
+    Its answers are read with ``select`` (no reader thread: the pipelines fork worker processes here)."""
+
+    def __init__(self, python, tmp):
+        self._stderr = tempfile.TemporaryFile(mode="w+")  # a file, not a pipe: TensorFlow's logging can't block it
+        cmd = [python, os.path.abspath(__file__), "--side", "tensorpack", "--serve", "--tmp", tmp]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr)
+        self._buf = b""
+
+    def _readline(self, deadline):
+        """The child's next output line; None at its end of output, "" when ``deadline`` passes first."""
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return ""
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return None
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line.decode(errors="replace") + "\n"
+
+    def measure(self, name, seconds, repeats=1, timeout=900):
+        if self.proc.poll() is not None:
+            return {"error": f"the tensorpack child exited: {self._stderr_tail()}"}
+        self.proc.stdin.write((json.dumps({"name": name, "seconds": seconds, "repeats": repeats}) + "\n").encode())
+        self.proc.stdin.flush()
+        deadline = time.monotonic() + timeout
+        while True:
+            line = self._readline(deadline)
+            if line is None:
+                return {"error": f"the tensorpack run failed: {self._stderr_tail()}"}
+            if not line:
+                return {"error": f"the tensorpack run of {name!r} took over {timeout} s"}
             if line.startswith("RESULT "):
                 return json.loads(line[len("RESULT "):])
-        return {"error": f"the tensorpack run failed: {out.stderr.strip().splitlines()[-1:]}"}
+
+    def _stderr_tail(self):
+        self._stderr.seek(0)
+        return self._stderr.read().strip().splitlines()[-1:]
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._stderr.close()
+
+
+def serve(side, tmp):
+    """The child's loop: one window per request line on stdin, until stdin closes."""
+    for line in sys.stdin:
+        req = json.loads(line)
+        r = side_measure(side, req["name"], req["seconds"], req["repeats"], tmp)
+        if r is None:
+            r = {"error": f"tensorpack is not importable in {sys.executable}"}
+        print("RESULT " + json.dumps(r), flush=True)
+
+
+def side_measure(side, name, seconds, repeats, tmp, tp_child=None):
+    """The best of ``repeats`` windows of ``name`` on ``side`` (in ``tp_child`` for a tensorpack side that is
+    not importable here); None when there is no tensorpack to run."""
+    if side == "tensorpack" and not tensorpack_importable():
+        return None if tp_child is None else tp_child.measure(name, seconds, repeats)
     D = load_library(side)
     best = None
     for _ in range(repeats):
@@ -246,63 +320,127 @@ def trainer_steps_per_second(steps):
     return res
 
 
+def _best(a, b):
+    """The better of two window results (a result with an error loses to one with a figure)."""
+    if a is None or "dps" not in a:
+        return b
+    return b if b is not None and "dps" in b and b["dps"] > a["dps"] else a
+
+
+def _dps(r, width):
+    return f"{r['dps']:{width}.0f}" if r and "dps" in r else f"{'n/a':>{width}s}"
+
+
+def _print_errors(results):
+    for label, r in results:
+        if r and "error" in r:
+            print(f"    ({label}: {r['error']})")
+
+
+def run_best_of(names, args, tmp, tp_child, have_tp):
+    """The default mode: ``--repeats`` alternating windows a side; the best window of each side counts."""
+    print(f"{'pipeline':52s} {'trainbus dp/s':>14s} {'tensorpack dp/s':>16s} {'ratio':>7s} {'target':>7s}")
+    for name in names:
+        tb = tp = None
+        for _ in range(args.repeats):  # alternate the sides, so that machine noise hits both alike
+            tb = _best(tb, side_measure("trainbus", name, args.seconds, 1, os.path.join(tmp, "trainbus")))
+            if have_tp:
+                tp = _best(tp, side_measure("tensorpack", name, args.seconds, 1, os.path.join(tmp, "tensorpack"),
+                                            tp_child))
+        ratio = tb["dps"] / tp["dps"] if tb and tp and "dps" in tb and "dps" in tp else None
+        r_s = f"{ratio:6.2f}x" if ratio else f"{'-':>7s}"
+        print(f"{name:52s} {_dps(tb, 14)} {_dps(tp, 16)} {r_s} {target_of(name):6.1f}x", flush=True)
+        _print_errors((("trainbus", tb), ("tensorpack", tp)))
+
+
+def run_rounds(names, args, tmp, tp_child):
+    """``--rounds N``: N pairs of one trainbus window and one tensorpack window (the pair's order alternates
+    from round to round), the ratio taken within each pair; reports the median ratio and its spread."""
+    print(f"{'pipeline':52s} {'trainbus best':>13s} {'tensorpack best':>15s} {'median':>7s} {'IQR':>11s} "
+          f"{'min-max':>11s} {'target':>6s} {'load 1m':>9s}")
+    for name in names:
+        ratios, tb, tp, loads, err = [], None, None, [os.getloadavg()[0]], None
+        for i in range(args.rounds):
+            pair = {}
+            for side in (("trainbus", "tensorpack") if i % 2 == 0 else ("tensorpack", "trainbus")):
+                pair[side] = side_measure(side, name, args.seconds, 1, os.path.join(tmp, side), tp_child)
+            loads.append(os.getloadavg()[0])
+            tb, tp = _best(tb, pair["trainbus"]), _best(tp, pair["tensorpack"])
+            if any("error" in r for r in pair.values()):
+                err = pair
+                break
+            ratios.append(pair["trainbus"]["dps"] / pair["tensorpack"]["dps"])
+        if ratios:
+            q1, med, q3 = np.percentile(ratios, [25, 50, 75])
+            stats = f"{med:6.2f}x {q1:5.2f}-{q3:4.2f}x {min(ratios):5.2f}-{max(ratios):4.2f}x"
+        else:
+            stats = f"{'-':>7s} {'-':>11s} {'-':>11s}"
+        print(f"{name:52s} {_dps(tb, 13)} {_dps(tp, 15)} {stats} {target_of(name):5.1f}x "
+              f"{min(loads):4.1f}-{max(loads):<4.1f}", flush=True)
+        if ratios:
+            print(f"    {len(ratios)} pairs, ratios: {' '.join(f'{r:.2f}' for r in ratios)}")
+        if err:
+            _print_errors(err.items())
+
+
+def target_of(name):
+    return 1.3 if name in HOP_BOUND else 1.0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tensorpack-python", default=None, help="an interpreter where `import tensorpack` works")
     ap.add_argument("--seconds", type=float, default=2.0, help="timed window per run")
     ap.add_argument("--repeats", type=int, default=3, help="runs per side; the best counts")
+    ap.add_argument("--rounds", type=int, default=0,
+                    help="N interleaved trainbus/tensorpack window pairs per pipeline; reports the median of the "
+                         "per-pair ratios and their spread (replaces --repeats; no trainer part)")
     ap.add_argument("--quick", action="store_true", help="1 s windows, one run, no trainer part")
     ap.add_argument("--match", default=None, help="only the pipelines whose name contains this text")
     ap.add_argument("--only", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--side", default="trainbus", choices=["trainbus", "tensorpack"], help=argparse.SUPPRESS)
     ap.add_argument("--tmp", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.quick:
         args.seconds, args.repeats = 1.0, 1
 
-    if args.only:  # a child run of one side and one pipeline
-        tmp = args.tmp or tempfile.mkdtemp()
-        os.makedirs(os.path.join(tmp, args.side), exist_ok=True)
-        r = side_measure(args.side, args.only, args.seconds, args.repeats, os.path.join(tmp, args.side), None)
-        print("RESULT " + json.dumps(r), flush=True)
+    if args.only or args.serve:  # a child run of one side
+        tmp = os.path.join(args.tmp or tempfile.mkdtemp(), args.side)
+        os.makedirs(tmp, exist_ok=True)
+        if args.serve:
+            serve(args.side, tmp)
+        else:
+            print("RESULT " + json.dumps(side_measure(args.side, args.only, args.seconds, args.repeats, tmp)),
+                  flush=True)
         return
 
+    names = [n for n in PIPELINES if not args.match or args.match.lower() in n.lower()]
     tmp = tempfile.mkdtemp(prefix="bench_dataflow_")
+    tp_child = None
     try:
         for side in ("trainbus", "tensorpack"):
             os.makedirs(os.path.join(tmp, side), exist_ok=True)
         have_tp = tensorpack_importable() or bool(args.tensorpack_python)
-        print(f"{'pipeline':52s} {'trainbus dp/s':>14s} {'tensorpack dp/s':>16s} {'ratio':>7s} {'target':>7s}")
-        rows = []
-        for name in PIPELINES:
-            if args.match and args.match.lower() not in name.lower():
-                continue
-            tb = tp = None
-            for _ in range(args.repeats):  # alternate the sides, so that machine noise hits both alike
-                r = side_measure("trainbus", name, args.seconds, 1, os.path.join(tmp, "trainbus"), None)
-                tb = r if tb is None or "dps" not in tb or ("dps" in r and r["dps"] > tb["dps"]) else tb
-                if have_tp:
-                    r = side_measure("tensorpack", name, args.seconds, 1, tmp, args.tensorpack_python)
-                    tp = r if tp is None or "dps" not in tp or ("dps" in r and r["dps"] > tp["dps"]) else tp
-            target = 1.3 if name in HOP_BOUND else 1.0
-            tb_s = f"{tb['dps']:14.0f}" if tb and "dps" in tb else f"{'n/a':>14s}"
-            tp_s = f"{tp['dps']:16.0f}" if tp and "dps" in tp else f"{'n/a':>16s}"
-            ratio = tb["dps"] / tp["dps"] if tb and tp and "dps" in tb and "dps" in tp else None
-            r_s = f"{ratio:6.2f}x" if ratio else f"{'-':>7s}"
-            print(f"{name:52s} {tb_s} {tp_s} {r_s} {target:6.1f}x", flush=True)
-            for label, r in (("trainbus", tb), ("tensorpack", tp)):
-                if r and "error" in r:
-                    print(f"    ({label}: {r['error']})")
-            rows.append({"pipeline": name, "trainbus": tb, "tensorpack": tp, "ratio": ratio, "target": target})
+        if have_tp and not tensorpack_importable():
+            tp_child = TensorpackChild(args.tensorpack_python, tmp)
+        if args.rounds > 0 and not have_tp:
+            ap.error("--rounds compares with tensorpack: pass --tensorpack-python (or run where it is importable)")
+        if args.rounds > 0:
+            run_rounds(names, args, tmp, tp_child)
+        else:
+            run_best_of(names, args, tmp, tp_child, have_tp)
         if not have_tp:
             print("(tensorpack is not importable here: pass --tensorpack-python to compare)")
-        if not args.quick:
+        if not args.quick and args.rounds <= 0:
             print()
             sps = trainer_steps_per_second(300)
             feed = sps["FeedInput"]
             for k, v in sps.items():
                 print(f"trainer, MLP 784-256-10 batch 64, {k:42s} {v:8.0f} steps/s  {v / feed:5.2f}x FeedInput")
     finally:
+        if tp_child is not None:
+            tp_child.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
