@@ -17,6 +17,13 @@ made by a hand-written Python loop. The per-callback figures are the dispatch it
 directly in the workload's process against that loop (interleaved, best of 7), and timed inside
 the training loop (a clock pair per step around the dispatch, median step): the step ratios of
 separate processes vary by more than the 10 us that 100 callbacks cost.
+
+    python bench/bench_core.py --quick --rounds 5   # the step figures of issue 23, 5 times each
+
+``--rounds N`` (N > 1) measures the trivial workload and the 100-callback workloads N times each,
+interleaved (each in a fresh process), and reports the median of each figure with its range
+over the rounds (``min..max``): on a shared machine one run's trivial ratio moves by more than
+the margin to its target. The other workloads run once.
 """
 
 from __future__ import annotations
@@ -316,6 +323,7 @@ def main() -> None:
     p.add_argument("--defaults", action="store_true")
     p.add_argument("--epochs", type=int, default=9)
     p.add_argument("--steps", type=int, default=2000)
+    p.add_argument("--rounds", type=int, default=1, help="measure the trivial and 100-callback workloads N times")
     args = p.parse_args()
     if args.child:
         child(args)
@@ -326,30 +334,51 @@ def main() -> None:
     imp, clean = import_time()
     rows.append(("import trainbus (+callbacks, train)", f"{imp * 1000:.0f} ms", "< 300 ms", "TF not imported" if clean else "TF IMPORTED"))
     rows.append(("resolving a name imports no other plugin", "yes" if resolve_isolation() else "NO", "yes", ""))
-    tb0, bare0 = measure("trivial", "trivial", epochs=ep, steps=2000)
-    rows.append(("trivial 1x1 model, batch 1, no user callbacks", f"{tb0 / bare0:.3f}x", "<= 0.25x",
-                 f"{tb0:.1f} vs {bare0:.1f} us/step"))
+    rounds = max(1, args.rounds)
+    runs = {name: [] for name in ("trivial", "step100", "run100", "hand100")}
+    for _ in range(rounds):  # interleaved: noise of the moment hits every workload alike
+        runs["trivial"].append((*measure("trivial", "trivial", epochs=ep, steps=2000), 0.0, 0.0, 0.0))
+        for name, kind in (("step100", "step"), ("run100", "runhooks"), ("hand100", "hand")):
+            tb, bare = measure(name, "trivial", ncb=100, cbkind=kind, epochs=ep, steps=2000)
+            runs[name].append((tb, bare, *DISPATCH[name], INSITU[name]))
+    # per workload: the median over the rounds of (tb, bare, direct ours, direct hand, in-loop)
+    med = {name: tuple(statistics.median(r[i] for r in rs) for i in range(5)) for name, rs in runs.items()}
+    DISPATCH.update({name: m[2:4] for name, m in med.items()})
+    INSITU.update({name: m[4] for name, m in med.items()})
+
+    def spread(name: str, value) -> str:  # " (min..max over N rounds)" of one figure
+        if rounds == 1:
+            return ""
+        vals = [value(r) for r in runs[name]]
+        return f" ({min(vals):.3f}..{max(vals):.3f} over {rounds} rounds)"
+
+    tb0, bare0 = med["trivial"][:2]
+    trivial_ratio = statistics.median(r[0] / r[1] for r in runs["trivial"])
+    rows.append(("trivial 1x1 model, batch 1, no user callbacks", f"{trivial_ratio:.3f}x", "<= 0.25x",
+                 f"{tb0:.1f} vs {bare0:.1f} us/step" + spread("trivial", lambda r: r[0] / r[1])))
     tb1, bare1 = measure("idle10", "trivial", ncb=10, cbkind="idle", epochs=ep, steps=2000)
-    per_idle = ((tb1 / bare1) - (tb0 / bare0)) * bare0 / 10
+    per_idle = ((tb1 / bare1) - trivial_ratio) * bare0 / 10
     rows.append(("per user callback overriding no per-step method", f"{per_idle:+.2f} us/step", "+0 us",
                  f"10 callbacks: {tb1:.1f} vs {bare1:.1f}"))
     tb2, bare2 = measure("step10", "trivial", ncb=10, cbkind="step", epochs=ep, steps=2000)
-    per_step = ((tb2 / bare2) - (tb0 / bare0)) * bare0 / 10
+    per_step = ((tb2 / bare2) - trivial_ratio) * bare0 / 10
     rows.append(("per user callback overriding a per-step method", f"{per_step:+.2f} us/step", "<= +0.5 us",
                  f"10 callbacks: {tb2:.1f} vs {bare2:.1f}"))
     rows.append(("  same, trigger_step dispatch timed directly", f"{DISPATCH['step10'][0] / 10:+.2f} us/step", "<= +0.5 us",
                  f"{DISPATCH['step10'][0]:.2f} us for 10 callbacks; idle ones are not dispatched"))
-    tb6, bare6 = measure("step100", "trivial", ncb=100, cbkind="step", epochs=ep, steps=2000)
-    tb7, bare7 = measure("run100", "trivial", ncb=100, cbkind="runhooks", epochs=ep, steps=2000)
-    tb8, bare8 = measure("hand100", "trivial", ncb=100, cbkind="hand", epochs=ep, steps=2000)
+    tb6, bare6 = med["step100"][:2]
+    tb7, bare7 = med["run100"][:2]
+    tb8, bare8 = med["hand100"][:2]
     ours_s, hand_s = DISPATCH["step100"]
     rows.append(("per callback, 100 overriding _trigger_step: dispatch timed directly", f"{ours_s / 100:+.3f} us/step",
-                 "<= +0.05 us", f"a hand-written loop over the same methods: {hand_s / 100:.3f} us"))
+                 "<= +0.05 us", f"a hand-written loop over the same methods: {hand_s / 100:.3f} us"
+                 + spread("step100", lambda r: r[2] / 100)))
     rows.append(("  same, timed in the training loop", f"{INSITU['step100'] / 100:+.3f} us/step", "",
-                 f"step ratio {tb6 / bare6:.3f}x ({tb6:.1f} vs {bare6:.1f} us; 0 callbacks: {tb0 / bare0:.3f}x)"))
+                 f"step ratio {tb6 / bare6:.3f}x ({tb6:.1f} vs {bare6:.1f} us; 0 callbacks: {trivial_ratio:.3f}x)"))
     ours_r, hand_r = DISPATCH["run100"]
     rows.append(("per callback, 100 overriding _before_run/_after_run: dispatch timed directly", f"{ours_r / 100:+.3f} us/step",
-                 "<= +0.10 us", f"a hand-written loop over the same methods: {hand_r / 100:.3f} us"))
+                 "<= +0.10 us", f"a hand-written loop over the same methods: {hand_r / 100:.3f} us"
+                 + spread("run100", lambda r: r[2] / 100)))
     rows.append(("  same, timed in the training loop", f"{INSITU['run100'] / 100:+.3f} us/step", "",
                  f"a hand-written loop there (hand100): {INSITU['hand100'] / 100:.3f} us; step ratio {tb7 / bare7:.3f}x "
                  f"(hand100 {tb8 / bare8:.3f}x)"))

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainbus.session.fastrun import _generic, make_step_callable
+from trainbus.session.fastrun import _generic, make_plain_step, make_step_callable
 
 tf1 = tf.compat.v1
 
@@ -119,6 +119,74 @@ def test_options_and_run_metadata(graph_and_sess):
     meta = tf1.RunMetadata()
     out, _ = fast(np.ones((1, 3), "float32"), options=tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE), run_metadata=meta)
     assert out == 6.0 and len(meta.step_stats.dev_stats) > 0
+
+
+def test_plain_step_matches_session_run_through_a_tf_callable(graph_and_sess, monkeypatch):
+    """A step without options runs as a TensorFlow callable (not Session.run's C call): an op gives
+    None, a structure Session.run's values and types; the increment runs once per call."""
+    g, sess, x, s, v, inc, y, z = graph_and_sess
+    data = np.arange(3, dtype="float32").reshape(1, 3)
+    with g.as_default():
+        op = tf.group(y, name="plain_op")
+    structure = {"y": y, "both": [y, z]}
+    expected = sess.run(structure, {x: data})
+
+    def no_raw_call(*args):
+        raise AssertionError("the step went through Session.run's C call")
+
+    monkeypatch.setattr(sess, "_call_tf_sessionrun", no_raw_call)
+    assert make_plain_step(sess, op, [x], inc)([data]) is None
+    out = make_plain_step(sess, structure, [x], inc)((data,))
+    assert out["y"] == expected["y"] and type(out["y"]) is type(expected["y"])
+    np.testing.assert_array_equal(out["both"][1], expected["both"][1])
+    _, extra = make_step_callable(sess, op, [[z]], [x], inc, False)(data)
+    np.testing.assert_array_equal(extra[0][0], data)
+    monkeypatch.undo()
+    assert sess.run(v) == 3.0
+
+
+def test_plain_step_checks_feeds_and_runs_a_twice_fed_tensor_like_before(graph_and_sess):
+    g, sess, x, s, v, inc, y, z = graph_and_sess
+    step = make_plain_step(sess, y, [x], inc)
+    with pytest.raises(ValueError, match=r"Cannot feed value of shape \(2, 4\) for Tensor 'x:0'"):
+        step([np.zeros((2, 4), "float32")])
+    assert sess.run(v) == 0.0  # nothing ran
+    assert step([[[1, 2, 3]]]) == 12.0  # a list of ints is converted
+    # the same tensor fed twice: TF makes no callable of it; the last value wins, as before
+    twice = make_plain_step(sess, y, [x, "x:0"], inc)
+    assert twice([np.zeros((1, 3), "float32"), np.ones((1, 3), "float32")]) == 6.0
+    assert make_plain_step(sess, y, [s, x], None) is None  # a string feed: Session.run runs it
+    assert sess.run(v) == 2.0
+
+
+def test_hooked_session_without_run_hooks_runs_plain_steps(graph_and_sess):
+    """Without before_run/after_run: each run feeds the next values, counts the step (trainer and
+    TF variable), and a fetch list changed in place between runs is run as it now is."""
+    from types import SimpleNamespace
+
+    from trainbus.session import HookedSession
+    from trainbus.train.base import TrainLoop
+
+    g, sess, x, s, v, inc, y, z = graph_and_sess
+    with g.as_default():
+        op = tf.group(y, name="train_like_op")
+    loop = TrainLoop()
+    values = iter(np.full((1, 3), i, "float32") for i in range(1, 100))
+    hooked = HookedSession(sess, SimpleNamespace(loop=loop), SimpleNamespace(before_run=None, after_run=None), inc,
+                           feed=([x], lambda: (next(values),)))
+    assert hooked.run(op) is None and hooked.run(op) is None
+    assert hooked.run(y) == 18.0 and hooked.run(y) == 24.0  # fed 3, then 4
+    fetches = [y]
+    assert hooked.run(fetches) == [30.0]
+    fetches.append(z)
+    out = hooked.run(fetches)
+    assert out[0] == 36.0 and out[1].tolist() == [[6.0, 6.0, 6.0]]
+    assert loop.global_step == 6 and sess.run(v) == 6.0
+    bad = HookedSession(sess, SimpleNamespace(loop=loop), SimpleNamespace(before_run=None, after_run=None), inc,
+                        feed=([x], lambda: (np.zeros((2, 4), "float32"),)))
+    with pytest.raises(ValueError, match="Cannot feed value of shape"):
+        bad.run(op)
+    assert loop.global_step == 6 and sess.run(v) == 6.0  # a failed step is not counted
 
 
 def test_trigger_step_dispatch_keeps_pluggy_order_with_ambient_plugins():

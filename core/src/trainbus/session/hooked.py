@@ -36,6 +36,12 @@ class HookedSession:
         self._ar = bus.after_run
         self._incr = step_incr_op
         self._callables: dict[Any, Any] = {}
+        # without run hooks, a step with no feed_dict or options is a "plain" step: one prepared
+        # function per fetch structure (fastrun.make_plain_step), the last one's fetch at hand
+        self._hooked = self._br is not None or self._ar is not None
+        self._plain_steps: dict[Any, Any] = {}
+        self._plain_fetches: Any = _NO_FETCHES
+        self._plain: Any = None
         self._feed_keys: tuple = tuple(feed[0]) if feed is not None else ()
         self._feed_next: Any = feed[1] if feed is not None else None
         self._stop = False
@@ -61,6 +67,62 @@ class HookedSession:
         return stop
 
     def run(self, fetches: Any, feed_dict: dict | None = None, options: Any = None, run_metadata: Any = None) -> Any:
+        if fetches is self._plain_fetches and feed_dict is None and options is None and run_metadata is None:
+            return self._plain()
+        if not self._hooked and not feed_dict and options is None and run_metadata is None:
+            step = self._plain_step(fetches)
+            if step is not None:
+                return step()
+        return self._run_hooked(fetches, feed_dict, options, run_metadata)
+
+    def _plain_step(self, fetches: Any) -> Callable[[], Any] | None:
+        """The prepared plain step of ``fetches`` (None: it runs through the general path)."""
+        key = _fkey(fetches)
+        step = self._plain_steps.get(key)
+        if step is None:
+            step = self._make_plain_step(fetches, key)
+        if step and key is fetches:  # an Operation or a Tensor: the next run of it skips the key too
+            self._plain_fetches, self._plain = fetches, step
+        return step or None
+
+    def _make_plain_step(self, fetches: Any, key: Any) -> Callable[[], Any] | bool:
+        from trainbus.session.fastrun import make_plain_step
+
+        if len(self._plain_steps) >= self._MAX_CALLABLES:
+            self._forget_steps()
+        call = make_plain_step(self.sess, fetches, self._feed_keys, self._incr)
+        if call is None:
+            self._plain_steps[key] = False
+            return False
+        advance, feed_next = self._advance_step, self._feed_next
+        if feed_next is None:
+            def step() -> Any:
+                out = call(())
+                advance()
+                return out
+        else:
+            n_feeds = len(self._feed_keys)  # the step holds no reference to this session
+
+            def step() -> Any:  # type: ignore[misc]
+                vals = feed_next()
+                try:
+                    out = call(vals)
+                except (ValueError, TypeError) as e:  # a fed value of the wrong type or shape
+                    explained = _explain_feed_error(feed_next, e, tuple(vals[:n_feeds]))
+                    if explained is None:
+                        raise
+                    raise explained from e
+                advance()
+                return out
+        self._plain_steps[key] = step
+        return step
+
+    def _forget_steps(self) -> None:
+        self._callables.clear()
+        self._plain_steps.clear()
+        self._plain_fetches, self._plain = _NO_FETCHES, None
+
+    def _run_hooked(self, fetches: Any, feed_dict: dict | None, options: Any, run_metadata: Any) -> Any:
         trainer = self._trainer
         feed_keys = self._feed_keys
         feed_vals = self._feed_next() if self._feed_next is not None else ()
@@ -109,7 +171,7 @@ class HookedSession:
             else:
                 out = fn(*feed_vals)
         except (ValueError, TypeError) as e:  # a fed value of the wrong type or shape
-            explained = self._explain_feed_error(e, feed_vals)
+            explained = _explain_feed_error(self._feed_next, e, tuple(feed_vals[:len(self._feed_keys)]))
             if explained is None:
                 raise
             raise explained from e
@@ -121,23 +183,11 @@ class HookedSession:
                 self._stop = True
         return out[0]
 
-    def _explain_feed_error(self, exc: BaseException, feed_vals: Any) -> BaseException | None:
-        """The input source's account of a step whose feed failed (which input, which dataflow,
-        what was expected and got), when the per-step feed is a bound method of an object with
-        ``explain_feed_error(exc, values)`` (``FeedInput``); None otherwise. Runs only on failure."""
-        explain = getattr(getattr(self._feed_next, "__self__", None), "explain_feed_error", None)
-        if explain is None:
-            return None
-        try:
-            return explain(exc, tuple(feed_vals[:len(self._feed_keys)]))
-        except Exception:  # noqa: BLE001 - the original error is better than a failed explanation
-            return None
-
     def _make_callable(self, fetches: Any, extra: tuple, feed_keys: tuple, with_options: bool) -> Any:
         from trainbus.session.fastrun import make_step_callable
 
         if len(self._callables) >= self._MAX_CALLABLES:
-            self._callables.clear()
+            self._forget_steps()
         fn = make_step_callable(self.sess, fetches, extra, feed_keys, self._incr, with_options)
         key = (_fkey(fetches), tuple(_fkey(f) for f in extra), feed_keys, with_options)
         self._callables[key] = fn
@@ -148,8 +198,25 @@ class HookedSession:
         return lambda: self.run(fetches)
 
     def close(self) -> None:
-        self._callables.clear()
+        self._forget_steps()
         self.sess.close()
+
+
+def _explain_feed_error(feed_next: Any, exc: BaseException, feed_vals: tuple) -> BaseException | None:
+    """The input source's account of a step whose feed failed (which input, which dataflow,
+    what was expected and got), when the per-step feed is a bound method of an object with
+    ``explain_feed_error(exc, values)`` (``FeedInput``); None otherwise. Runs only on failure."""
+    explain = getattr(getattr(feed_next, "__self__", None), "explain_feed_error", None)
+    if explain is None:
+        return None
+    try:
+        return explain(exc, feed_vals)
+    except Exception:  # noqa: BLE001 - the original error is better than a failed explanation
+        return None
+
+
+#: the fetch of no plain step yet (``run`` compares fetches to the last plain step's by identity)
+_NO_FETCHES = object()
 
 
 def _fkey(f: Any) -> Any:
