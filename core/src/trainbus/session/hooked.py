@@ -23,6 +23,12 @@ class HookedSession:
     ``feed`` is the per-step feed of the trainer's input source
     (``InputSource.step_feed()``: ``(placeholders, next_values)``, or None): every ``run()``
     feeds ``placeholders`` with ``next_values()`` in the same ``Session.run``.
+
+    Without run hooks (nobody implements ``before_run``/``after_run``), a ``run(fetches)`` without
+    ``feed_dict``, options or run metadata is a plain step: the feed's next values, the step (a
+    TensorFlow callable, :func:`trainbus.session.fastrun.make_plain_step`) and the count, in one
+    function prepared once per fetch structure; the last plain step's fetches (an operation or a
+    tensor) are recognised by identity.
     """
 
     _MAX_CALLABLES = 256
@@ -40,8 +46,7 @@ class HookedSession:
         # function per fetch structure (fastrun.make_plain_step), the last one's fetch at hand
         self._hooked = self._br is not None or self._ar is not None
         self._plain_steps: dict[Any, Any] = {}
-        self._plain_fetches: Any = _NO_FETCHES
-        self._plain: Any = None
+        self._last_plain: tuple[Any, Any] = (_NO_FETCHES, None)  # (fetches, step): one object, thread-safe
         self._feed_keys: tuple = tuple(feed[0]) if feed is not None else ()
         self._feed_next: Any = feed[1] if feed is not None else None
         self._stop = False
@@ -67,8 +72,9 @@ class HookedSession:
         return stop
 
     def run(self, fetches: Any, feed_dict: dict | None = None, options: Any = None, run_metadata: Any = None) -> Any:
-        if fetches is self._plain_fetches and feed_dict is None and options is None and run_metadata is None:
-            return self._plain()
+        last = self._last_plain
+        if fetches is last[0] and feed_dict is None and options is None and run_metadata is None:
+            return last[1]()
         if not self._hooked and not feed_dict and options is None and run_metadata is None:
             step = self._plain_step(fetches)
             if step is not None:
@@ -82,7 +88,7 @@ class HookedSession:
         if step is None:
             step = self._make_plain_step(fetches, key)
         if step and key is fetches:  # an Operation or a Tensor: the next run of it skips the key too
-            self._plain_fetches, self._plain = fetches, step
+            self._last_plain = (fetches, step)
         return step or None
 
     def _make_plain_step(self, fetches: Any, key: Any) -> Callable[[], Any] | bool:
@@ -120,7 +126,7 @@ class HookedSession:
     def _forget_steps(self) -> None:
         self._callables.clear()
         self._plain_steps.clear()
-        self._plain_fetches, self._plain = _NO_FETCHES, None
+        self._last_plain = (_NO_FETCHES, None)
 
     def _run_hooked(self, fetches: Any, feed_dict: dict | None, options: Any, run_metadata: Any) -> Any:
         trainer = self._trainer
