@@ -23,7 +23,7 @@ of 15 or more pairs settles within a few percent. This mode skips the trainer pa
     python bench/bench_dataflow.py --tensorpack-python /path/to/venv-with-tensorpack/bin/python
     python bench/bench_dataflow.py --quick          # shorter windows, no trainer part
     python bench/bench_dataflow.py --match imgaug --repeats 7   # some pipelines, best of 7 runs a side
-    python bench/bench_dataflow.py --tensorpack-python ... --match imgaug --rounds 15   # median of 15 pairs
+    python bench/bench_dataflow.py --tensorpack-python ... --match 'imgaug|ZMQ hop|LMDB' --rounds 15
 
 Targets: >= 1.0x tensorpack on every pipeline, >= 1.3x where the work is serialization or the ZMQ hop.
 """
@@ -31,8 +31,9 @@ Targets: >= 1.0x tensorpack on every pipeline, >= 1.3x where the work is seriali
 from __future__ import annotations
 
 import argparse
-import json
 import functools
+import gc
+import json
 import os
 import select
 import shutil
@@ -162,6 +163,10 @@ def measure(D, name, seconds, tmp):
     close = getattr(ds, "close", None)
     if close is not None:
         close()
+    # A library that stops its workers when the dataflow is collected (tensorpack's __del__) stops them now, not
+    # during a later window: the tensorpack child and this process measure one window after another.
+    del it, outer, ds
+    gc.collect()
     return {"dps": n * per_dp / elapsed}
 
 
@@ -396,7 +401,8 @@ def main():
                     help="N interleaved trainbus/tensorpack window pairs per pipeline; reports the median of the "
                          "per-pair ratios and their spread (replaces --repeats; no trainer part)")
     ap.add_argument("--quick", action="store_true", help="1 s windows, one run, no trainer part")
-    ap.add_argument("--match", default=None, help="only the pipelines whose name contains this text")
+    ap.add_argument("--match", default=None,
+                    help="only the pipelines whose name contains this text (or one of several texts: 'a|b')")
     ap.add_argument("--only", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--side", default="trainbus", choices=["trainbus", "tensorpack"], help=argparse.SUPPRESS)
@@ -415,7 +421,8 @@ def main():
                   flush=True)
         return
 
-    names = [n for n in PIPELINES if not args.match or args.match.lower() in n.lower()]
+    wanted = [w.strip().lower() for w in args.match.split("|")] if args.match else [""]
+    names = [n for n in PIPELINES if any(w in n.lower() for w in wanted)]
     tmp = tempfile.mkdtemp(prefix="bench_dataflow_")
     tp_child = None
     try:
