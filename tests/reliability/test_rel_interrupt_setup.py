@@ -154,6 +154,42 @@ def test_second_signal_ends_at_once_while_blocked_in_tensorflow(run):
     assert not r.finally_marker.exists()
 
 
+_SECOND_WHILE_UNWINDING = """
+import os, signal, sys, time
+from trainbus.train import _signals
+from trainbus.train._signals import InterruptedBeforeTraining, interrupts_before_training
+
+if sys.argv[1:] == ["watcher-late"]:  # the watcher thread is not scheduled before the end (a loaded machine)
+    _signals._SetupWatcher.on_signal = lambda self, signum: None
+
+with interrupts_before_training():
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)  # handled by the main thread: it is not blocked
+        time.sleep(60)
+    except InterruptedBeforeTraining:
+        # still inside the context, unwinding the first signal's exception: a second one arrives
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(60)
+print("the second signal did not end the process")
+"""
+
+
+@pytest.mark.parametrize("watcher", ["watcher-runs", "watcher-late"])
+def test_second_signal_while_the_first_ones_exception_unwinds_says_so_once(watcher):
+    """The first signal reached the main thread's handler (the main thread was not blocked);
+    the second arrives while its exception unwinds, seen by that handler and by the watcher
+    thread alike: one line says it, then the process ends by that signal (the race the blocked
+    case above can also run into when its first signal comes just before TensorFlow blocks)."""
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-c", _SECOND_WHILE_UNWINDING, watcher], capture_output=True, text=True,
+                          timeout=STOP_LIMIT)
+    assert proc.returncode == -signal.SIGINT, (proc.returncode, proc.stdout, proc.stderr[-3000:])
+    lines = [ln for ln in proc.stderr.splitlines() if "terminating now" in ln]
+    assert lines == ["trainbus: second signal (SIGINT) before training started; terminating now"], proc.stderr[-3000:]
+    assert "did not end" not in proc.stdout
+
+
 _RUN_FILE = """
 [model]
 class = "rel_setup_probe:WaitingNet"

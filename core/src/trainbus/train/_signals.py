@@ -249,12 +249,7 @@ class _Watcher(threading.Thread):
             name = signal.Signals(signum).name
             if self.received:
                 # second signal: the default action of this signal, now (no cleanup)
-                try:
-                    sys.stderr.write(f"trainbus: second signal ({name}) during a graceful stop; terminating now\n")
-                    sys.stderr.flush()
-                except Exception:  # noqa: BLE001 - stderr may be closed
-                    pass
-                _die_by(signum)
+                _terminate_now(signum, "during a graceful stop")
                 return
             self.received.append(signum)
         logger.warning(f"Received {name}: stopping after the current step (send it again to stop at once).")
@@ -298,6 +293,24 @@ def _reset_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_in_child)
+
+
+#: taken by the first thread that ends the process on a second signal, never released: a
+#: handler and a watcher that both see the second signal say so once
+_TERMINATING = threading.Lock()
+
+
+def _terminate_now(signum: int, when: str) -> None:
+    """A second signal: one line on stderr, then the signal's default action (no cleanup). The
+    first thread here (the main thread's handler or a watcher) does it; any other waits for the
+    end of the process."""
+    _TERMINATING.acquire()
+    try:
+        sys.stderr.write(f"trainbus: second signal ({signal.Signals(signum).name}) {when}; terminating now\n")
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001 - stderr may be closed
+        pass
+    _die_by(signum)
 
 
 def _die_by(signum: int) -> None:
@@ -404,13 +417,7 @@ class _SetupWatcher(_Watcher):
             self.received.append(signum)
             second = len(self.received) > 1
         if second:
-            try:
-                sys.stderr.write(f"trainbus: second signal ({signal.Signals(signum).name}) before training "
-                                 "started; terminating now\n")
-                sys.stderr.flush()
-            except Exception:  # noqa: BLE001 - stderr may be closed
-                pass
-            _die_by(signum)
+            _terminate_now(signum, "before training started")
 
 
 def _step_of(path: str | None) -> int | None:
@@ -464,7 +471,9 @@ def interrupts_before_training(trainer: Any = None, checkpoint: str | None = Non
     def handler(signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name
         if raised:
-            _die_by(signum)  # a second signal while the first one's exception unwinds
+            # a second signal while the first one's exception unwinds (the first arrived before the
+            # main thread blocked in TensorFlow, so this handler, not only the watcher, sees both)
+            _terminate_now(signum, "before training started")
             return
         raised.append(signum)
         if trainer is not None and getattr(trainer, "_training_started", False):
