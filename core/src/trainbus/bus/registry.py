@@ -112,11 +112,11 @@ def _path_distributions() -> list[Any] | None:
     environment has what only that search handles (a zip file or an ``.egg`` on ``sys.path``,
     another finder of distributions on ``sys.meta_path``)."""
     listing = _path_listing()
-    return None if listing is None else [dist for dist, _ in listing]
+    return None if listing is None else [dist for dist, _, _ in listing]
 
 
-def _path_listing() -> list[tuple[Any, str]] | None:
-    """:func:`_path_distributions`, each with the text of its ``entry_points.txt``."""
+def _path_listing() -> list[tuple[Any, str, str]] | None:
+    """:func:`_path_distributions`, each with its path and the text of its ``entry_points.txt``."""
     import os
     import re
     import sys
@@ -161,14 +161,14 @@ def _path_listing() -> list[tuple[Any, str]] | None:
     import pathlib
 
     md = _metadata()
-    return [(md.PathDistribution(pathlib.Path(path)), text) for path, text in found]
+    return [(md.PathDistribution(pathlib.Path(path)), path, text) for path, text in found]
 
 
-def _trainbus_entry_points(dist: Any, text: str) -> list[Any]:
-    """The entry points in trainbus groups of ``dist``, whose ``entry_points.txt`` says ``text``,
-    read as ``importlib.metadata`` reads that file (lines stripped, ``#`` comments and blank
-    lines skipped, ``[group]`` headers, ``name = value`` split at the first ``=``); the other
-    groups are not parsed. Each entry point knows its distribution (``ep.dist``)."""
+def _trainbus_entry_points(dist: Any, path: str, text: str) -> list[Any]:
+    """The entry points in trainbus groups of ``dist`` (installed at ``path``), whose
+    ``entry_points.txt`` says ``text``, read as ``importlib.metadata`` reads that file (lines
+    stripped, ``#`` comments and blank lines skipped, ``[group]`` headers, ``name = value`` split
+    at the first ``=``); the other groups are not parsed. Each entry point knows its distribution (``ep.dist``)."""
     md = _metadata()
     if not hasattr(md.EntryPoint, "_for"):  # pragma: no cover - a metadata module without it: let it parse
         return [ep for ep in dist.entry_points if ep.group.startswith("trainbus.")]
@@ -186,7 +186,7 @@ def _trainbus_entry_points(dist: Any, text: str) -> list[Any]:
         name, sep, value = line.partition("=")
         if not sep:
             raise PluginLoadError(
-                f"the distribution installed at {getattr(dist, '_path', dist)} has an unreadable entry point line "
+                f"the distribution installed at {path} has an unreadable entry point line "
                 f"{line!r} in group [{group}] of its entry_points.txt (expected 'name = value'). Reinstall or "
                 "uninstall that distribution.")
         eps.append(md.EntryPoint(name.strip(), value.strip(), group)._for(dist))
@@ -207,7 +207,7 @@ def scan() -> _Scan:
 
         eps = list(importlib_metadata.entry_points())
     else:
-        eps = [ep for dist, text in listing for ep in _trainbus_entry_points(dist, text)]
+        eps = [ep for dist, path, text in listing for ep in _trainbus_entry_points(dist, path, text)]
     for ep in eps:
         if not ep.group.startswith("trainbus."):
             continue
