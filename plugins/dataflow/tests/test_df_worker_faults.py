@@ -297,6 +297,57 @@ def test_close_from_another_thread_ends_a_waiting_consumer():
     assert_nothing_left(df, pids, pipe_dir)
 
 
+_CLOSE_RACE = """
+import itertools, sys, threading
+from trainbus.dataflow import (DataFlowTerminated, DataFromGenerator, MultiProcessMapAndBatchData,
+                               MultiProcessMapData, MultiProcessRunnerZMQ)
+kind = sys.argv[1]
+for i in range(int(sys.argv[2])):
+    ds = DataFromGenerator(lambda: ([k] for k in itertools.count()))
+    if kind == "zmq":
+        df = MultiProcessRunnerZMQ(ds, 2, stall_timeout=0)
+    elif kind == "map":
+        df = MultiProcessMapData(ds, 2, lambda dp: dp, buffer_size=8, stall_timeout=0)
+    else:
+        df = MultiProcessMapAndBatchData(ds, 2, lambda dp: dp, batch_size=2, buffer_size=8, stall_timeout=0)
+    df.reset_state()
+    it = iter(df)
+    busy = threading.Event()
+    caught = []
+
+    def consume():
+        try:
+            for n, _ in enumerate(it):
+                if n == 20:
+                    busy.set()
+        except BaseException as e:
+            caught.append(e)
+        busy.set()
+
+    th = threading.Thread(target=consume)
+    th.start()
+    busy.wait(60)
+    df.close()  # while the consumer receives as fast as the workers send
+    th.join(60)
+    if th.is_alive() or len(caught) != 1 or not isinstance(caught[0], DataFlowTerminated):
+        print(f"round {i}: consumer alive={th.is_alive()} caught={caught!r}")
+        sys.exit(3)
+print("rounds done")
+"""
+
+
+@pytest.mark.parametrize("kind", ["zmq", "map", "mapbatch"])
+def test_close_from_another_thread_while_the_consumer_receives_ends_it_cleanly(kind):
+    """close() from another thread while the consumer is inside a receive (data flowing, no stall)
+    waits for that receive: the consumer gets DataFlowTerminated, the process neither aborts in
+    libzmq nor hangs. In a child process, so that an abort fails this test and nothing else."""
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-c", _CLOSE_RACE, kind, "15"], capture_output=True, text=True,
+                          timeout=240)
+    assert proc.returncode == 0 and "rounds done" in proc.stdout, (proc.returncode, proc.stdout, proc.stderr[-3000:])
+
+
 # ------------------------------------------------------------------ privacy of the pipes
 NOBODY = 65534
 

@@ -512,6 +512,10 @@ class MultiProcessZMQDataFlow(DataFlow):
     _WATCH_SOCKET = "PUSH"
 
     def __init__(self, stall_timeout: float | None = None) -> None:
+        # held by every use of the parent socket and by close(): ZMQ sockets are not thread-safe,
+        # and close() from another thread (a callback, atexit) must not close a socket that the
+        # consumer is receiving on (libzmq aborts the process or the receive never returns)
+        self._sock_lock = threading.RLock()
         if os.name == "nt":
             raise OSError(f"{type(self).__name__} uses ZMQ IPC pipes, which Windows lacks; "
                           "use MultiProcessRunner there")
@@ -576,16 +580,33 @@ class MultiProcessZMQDataFlow(DataFlow):
         except zmq.ZMQError:  # the dataflow was closed meanwhile
             pass
 
+    def _closed_error(self, owner: str) -> DataFlowTerminated:
+        return DataFlowTerminated(f"{owner}: the dataflow was closed (close() was called, here or in another "
+                                  "thread) while it was being iterated")
+
+    def _on_socket(self, op: Callable[[Any], Any], owner: str) -> Any:
+        """``op(socket)`` while holding the socket lock; ``DataFlowTerminated`` once the dataflow
+        is closing. ``op`` must return within a bounded time (a receive with a timeout)."""
+        with self._sock_lock:
+            sock = self.socket
+            if sock is None or self._closing:
+                raise self._closed_error(owner)
+            return op(sock)
+
     def _died(self, payload: Any, owner: str, exc_of: Callable[[Any], BaseException | None]) -> BaseException:
         """The error for a died-marker: the exception the dead worker sent, if it arrives within a
         second (it may come after the marker: other connection), else :class:`WorkerDiedError`.
         ``exc_of(message)`` is the worker exception a message carries, or None."""
         info = loads(payload)
         deadline = time.monotonic() + 1.0
-        sock = self.socket
+
+        def poll(sock: Any) -> Any:
+            return sock.recv_multipart(copy=False) if sock.poll(100) else None
+
         while time.monotonic() < deadline:
-            if sock.poll(100):
-                exc = exc_of(sock.recv_multipart(copy=False))
+            msg = self._on_socket(poll, owner)
+            if msg is not None:
+                exc = exc_of(msg)
                 if exc is not None:
                     return exc
         return died_error(owner, info["label"], info["pid"], info["exitcode"])
@@ -595,18 +616,17 @@ class MultiProcessZMQDataFlow(DataFlow):
         self.close()
         raise exc
 
-    def _wait(self, recv: Callable[[], Any], owner: str) -> Any:
-        """The slow path of a receive whose first try timed out: try again every
-        ``_LIVENESS_POLL_MS``, raising on a stall and when another thread closes the dataflow."""
+    def _wait(self, recv: Callable[[Any], Any], owner: str) -> Any:
+        """The slow path of a receive whose first try timed out: ``recv(socket)`` again every
+        ``_LIVENESS_POLL_MS`` (holding the socket lock only during each try), raising on a stall
+        and when another thread closes the dataflow."""
         self._waiter = threading.current_thread()
         try:
             start = time.monotonic()
             while True:
                 try:
-                    return recv()
+                    return self._on_socket(recv, owner)
                 except zmq.Again:
-                    if self._closing:
-                        raise DataFlowTerminated(f"{owner}: closed by another thread while waiting for data") from None
                     if wait_interrupted():
                         raise DataFlowTerminated(f"{owner}: stopped waiting for data (training was asked to "
                                                  "stop)") from None
@@ -616,20 +636,38 @@ class MultiProcessZMQDataFlow(DataFlow):
         finally:
             self._waiter = None
 
+    @staticmethod
+    def _read_message(sock: Any) -> tuple[Any, list[Any]]:
+        """One message: its first frame and the rest (waits at most RCVTIMEO for the first)."""
+        frame = sock.recv(copy=False)
+        parts = []
+        if frame.more:
+            while sock.getsockopt(zmq.RCVMORE):
+                parts.append(sock.recv(copy=False))
+        return frame, parts
+
     def _recv_datapoint(self, owner: str) -> Any:
         """The next datapoint from the workers; raises the worker's exception for an error message,
         :class:`WorkerDiedError` when a worker died and :class:`WorkerStalledError` on a stall."""
-        sock = self.socket
-        try:
-            frame = sock.recv(copy=False)  # waits at most RCVTIMEO (set by reset_state)
-        except zmq.Again:
-            frame = self._wait(lambda: sock.recv(copy=False), owner)
-        if not frame.more:
-            return loads(frame.buffer)
+        with self._sock_lock:  # the fast path: _on_socket written out
+            sock = self.socket
+            if sock is None or self._closing:
+                raise self._closed_error(owner)
+            try:
+                frame = sock.recv(copy=False)  # waits at most RCVTIMEO (set by reset_state)
+            except zmq.Again:
+                frame = None
+            else:
+                if not frame.more:
+                    return loads(frame.buffer)
+                parts = []
+                while sock.getsockopt(zmq.RCVMORE):
+                    parts.append(sock.recv(copy=False))
+        if frame is None:
+            frame, parts = self._wait(self._read_message, owner)
+            if not parts:
+                return loads(frame.buffer)
         head = frame.bytes
-        parts = []
-        while sock.getsockopt(zmq.RCVMORE):
-            parts.append(sock.recv(copy=False))
         if head == DATA_MARK:
             return decode_frames(parts)
         if head == EXC_MARK:
@@ -644,25 +682,22 @@ class MultiProcessZMQDataFlow(DataFlow):
 
     def close(self) -> None:
         """Stop and reap the worker processes, close the sockets and remove the pipe directory
-        (idempotent). From another thread than the one waiting for data, that one raises
-        ``DataFlowTerminated`` within half a second and leaves the sockets to this call."""
+        (idempotent). Called from another thread than the one iterating, it waits until that
+        one's current receive returns (at most half a second): the iteration then raises
+        ``DataFlowTerminated``."""
         self._closing = True
         watch, self._watch = self._watch, None
         if watch is not None:
             watch.stop()
         procs, self._procs = self._procs, []
         stop_processes(procs)
-        waiter = self._waiter
-        if waiter is not None and waiter is not threading.current_thread():
-            deadline = time.monotonic() + 2 * _LIVENESS_POLL_MS / 1000 + 1
-            while self._waiter is not None and time.monotonic() < deadline:
-                time.sleep(0.02)
-        sock, ctx = self.socket, self.context
-        self.socket = self.context = None
-        if sock is not None:
-            sock.close(0)
-        if ctx is not None:
-            ctx.destroy(0)
+        with self._sock_lock:
+            sock, ctx = self.socket, self.context
+            self.socket = self.context = None
+            if sock is not None:
+                sock.close(0)
+            if ctx is not None:
+                ctx.destroy(0)
         pipedir, self._pipedir = self._pipedir, None
         if pipedir is not None:
             pipedir.remove()

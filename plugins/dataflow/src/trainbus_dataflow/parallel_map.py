@@ -319,9 +319,13 @@ class MultiProcessMapDataZMQ(_ParallelMapData, MultiProcessZMQDataFlow):
         owner = type(self).__name__
         deadline = time.monotonic() + self.START_TIMEOUT_S
         waiting = set(ids)
+
+        def poll(sock: Any) -> Any:
+            return sock.recv_multipart() if sock.poll(_LIVENESS_POLL_MS) else None
+
         while waiting:
-            if self.socket.poll(_LIVENESS_POLL_MS):
-                msg = self.socket.recv_multipart()
+            msg = self._on_socket(poll, owner)
+            if msg is not None:
                 if len(msg) == 3 and msg[1] == EXC_MARK:
                     exc = make_worker_exception(loads(msg[2]), owner)
                     self.close()
@@ -338,8 +342,9 @@ class MultiProcessMapDataZMQ(_ParallelMapData, MultiProcessZMQDataFlow):
 
     def _send(self, dp: Any) -> None:
         ident = next(self._next_worker)
+        frames = [ident, dumps(dp)]
         try:
-            self.socket.send_multipart([ident, dumps(dp)], copy=False)
+            self._on_socket(lambda sock: sock.send_multipart(frames, copy=False), type(self).__name__)
         except zmq.ZMQError as e:
             if e.errno != zmq.EHOSTUNREACH:
                 raise
@@ -350,10 +355,14 @@ class MultiProcessMapDataZMQ(_ParallelMapData, MultiProcessZMQDataFlow):
         queued are dropped), or ``WorkerDiedError`` if it sent none."""
         owner = type(self).__name__
         deadline = time.monotonic() + 5.0
+
+        def poll(sock: Any) -> Any:
+            return sock.recv_multipart() if sock.poll(100) else None
+
         while time.monotonic() < deadline:
-            if not self.socket.poll(100):
+            msg = self._on_socket(poll, owner)
+            if msg is None:
                 continue
-            msg = self.socket.recv_multipart()
             if len(msg) == 3 and msg[1] == EXC_MARK:
                 self._fail(make_worker_exception(loads(msg[2]), owner))
             if len(msg) == 3 and msg[1] == DIED_MARK:
@@ -367,12 +376,15 @@ class MultiProcessMapDataZMQ(_ParallelMapData, MultiProcessZMQDataFlow):
             return make_worker_exception(loads(bytes(msg[2])), type(self).__name__)
         return None
 
+    @staticmethod
+    def _recv_message(sock: Any) -> Any:
+        return sock.recv_multipart(copy=False)  # waits at most RCVTIMEO
+
     def _recv(self) -> Any:
-        sock = self.socket
         try:
-            msg = sock.recv_multipart(copy=False)  # waits at most RCVTIMEO
+            msg = self._on_socket(self._recv_message, type(self).__name__)
         except zmq.Again:
-            msg = self._wait(lambda: sock.recv_multipart(copy=False), type(self).__name__)
+            msg = self._wait(self._recv_message, type(self).__name__)
         if len(msg) == 3:
             owner = type(self).__name__
             head = msg[1].bytes
