@@ -91,15 +91,22 @@ class Dump(Callback):
         np.savez(os.path.join(OUT, f"end_w{TASK}.npz"), **vals)
 
 
-class WaitForWorker1(Callback):
-    """Chief-only: holds the chief's first step until worker 1 recorded its start values, so
-    those are exactly what the chief initialized and restored."""
+class WaitForStart(Callback):
+    """On every worker: holds this worker's first step until the other worker recorded its start
+    values. Neither worker then steps before both recorded theirs, so both recorded exactly what
+    the chief initialized and restored (on a loaded machine worker 1 could otherwise train, and
+    change the ps variables, before the chief's own record)."""
+
+    _chief_only = False
+
+    def __init__(self, other: int):
+        self.other = other
 
     def _before_train(self):
         import time
 
-        deadline = time.monotonic() + 30
-        while not os.path.exists(os.path.join(OUT, "start_w1.npz")) and time.monotonic() < deadline:
+        deadline = time.monotonic() + 60
+        while not os.path.exists(os.path.join(OUT, f"start_w{self.other}.npz")) and time.monotonic() < deadline:
             time.sleep(0.05)
 
 
@@ -142,7 +149,7 @@ def main():
     if trainer.is_chief:
         logger.set_logger_dir(os.path.join(OUT, "log"), action="k")
     dump = Dump()
-    callbacks, monitors = [dump, WaitForWorker1(), ChiefMarker()], []
+    callbacks, monitors = [dump, WaitForStart(1 - TASK), ChiefMarker()], []
     saver, jsonw = optional("ModelSaver"), optional("JSONWriter")
     if saver is not None:
         callbacks.append(saver())
