@@ -593,18 +593,18 @@ class MultiProcessZMQDataFlow(DataFlow):
                 raise self._closed_error(owner)
             return op(sock)
 
+    def _poll_message(self, timeout_ms: int, owner: str, copy: bool = True) -> Any:
+        """The next message (its frames) if one arrives within ``timeout_ms``, else None."""
+        return self._on_socket(lambda sock: sock.recv_multipart(copy=copy) if sock.poll(timeout_ms) else None, owner)
+
     def _died(self, payload: Any, owner: str, exc_of: Callable[[Any], BaseException | None]) -> BaseException:
         """The error for a died-marker: the exception the dead worker sent, if it arrives within a
         second (it may come after the marker: other connection), else :class:`WorkerDiedError`.
         ``exc_of(message)`` is the worker exception a message carries, or None."""
         info = loads(payload)
         deadline = time.monotonic() + 1.0
-
-        def poll(sock: Any) -> Any:
-            return sock.recv_multipart(copy=False) if sock.poll(100) else None
-
         while time.monotonic() < deadline:
-            msg = self._on_socket(poll, owner)
+            msg = self._poll_message(100, owner, copy=False)
             if msg is not None:
                 exc = exc_of(msg)
                 if exc is not None:
@@ -649,24 +649,12 @@ class MultiProcessZMQDataFlow(DataFlow):
     def _recv_datapoint(self, owner: str) -> Any:
         """The next datapoint from the workers; raises the worker's exception for an error message,
         :class:`WorkerDiedError` when a worker died and :class:`WorkerStalledError` on a stall."""
-        with self._sock_lock:  # the fast path: _on_socket written out
-            sock = self.socket
-            if sock is None or self._closing:
-                raise self._closed_error(owner)
-            try:
-                frame = sock.recv(copy=False)  # waits at most RCVTIMEO (set by reset_state)
-            except zmq.Again:
-                frame = None
-            else:
-                if not frame.more:
-                    return loads(frame.buffer)
-                parts = []
-                while sock.getsockopt(zmq.RCVMORE):
-                    parts.append(sock.recv(copy=False))
-        if frame is None:
+        try:
+            frame, parts = self._on_socket(self._read_message, owner)
+        except zmq.Again:
             frame, parts = self._wait(self._read_message, owner)
-            if not parts:
-                return loads(frame.buffer)
+        if not parts:
+            return loads(frame.buffer)
         head = frame.bytes
         if head == DATA_MARK:
             return decode_frames(parts)

@@ -319,12 +319,8 @@ class MultiProcessMapDataZMQ(_ParallelMapData, MultiProcessZMQDataFlow):
         owner = type(self).__name__
         deadline = time.monotonic() + self.START_TIMEOUT_S
         waiting = set(ids)
-
-        def poll(sock: Any) -> Any:
-            return sock.recv_multipart() if sock.poll(_LIVENESS_POLL_MS) else None
-
         while waiting:
-            msg = self._on_socket(poll, owner)
+            msg = self._poll_message(_LIVENESS_POLL_MS, owner)
             if msg is not None:
                 if len(msg) == 3 and msg[1] == EXC_MARK:
                     exc = make_worker_exception(loads(msg[2]), owner)
@@ -355,12 +351,8 @@ class MultiProcessMapDataZMQ(_ParallelMapData, MultiProcessZMQDataFlow):
         queued are dropped), or ``WorkerDiedError`` if it sent none."""
         owner = type(self).__name__
         deadline = time.monotonic() + 5.0
-
-        def poll(sock: Any) -> Any:
-            return sock.recv_multipart() if sock.poll(100) else None
-
         while time.monotonic() < deadline:
-            msg = self._on_socket(poll, owner)
+            msg = self._poll_message(100, owner)
             if msg is None:
                 continue
             if len(msg) == 3 and msg[1] == EXC_MARK:
