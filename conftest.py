@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import os
+import shutil
 import sys
 import tempfile
 
@@ -18,6 +20,13 @@ from optdeps import opt_packages  # noqa: E402
 # process). The caches go to __pycache__ as usual (ignored by git).
 if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
     sys.dont_write_bytecode = False
+
+# The entry-point listing kept between processes (trainbus.bus.listcache) goes to a folder of this
+# run, inherited by the xdist workers and the processes tests start, not to the user's ~/.cache:
+# every run starts without one and writes and reads it as a user's processes do.
+if "TRAINBUS_CACHE_DIR" not in os.environ:
+    os.environ["TRAINBUS_CACHE_DIR"] = tempfile.mkdtemp(prefix="trainbus-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["TRAINBUS_CACHE_DIR"], True)
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # TensorFlow turns its oneDNN kernels on by itself only on CPUs with AVX-512 features; the NCHW

@@ -116,22 +116,71 @@ def _path_distributions() -> list[Any] | None:
 
 
 def _path_listing() -> list[tuple[Any, str, str]] | None:
-    """:func:`_path_distributions`, each with its path and the text of its ``entry_points.txt``."""
-    import os
-    import re
+    """:func:`_path_distributions`, each with its path and the text of its ``entry_points.txt``.
+
+    What a listing found is kept on disk for the next process of the same environment
+    (:mod:`trainbus.bus.listcache`): it is used only while every folder on ``sys.path`` and every
+    ``entry_points.txt`` it read are unchanged, else the folders are listed again."""
     import sys
 
+    from trainbus.bus import listcache
+
+    global _listing_source
     for finder in sys.meta_path:
         # the standard library's PathFinder is on sys.meta_path as a class (the backport, once
         # imported, takes its find_distributions away and adds a finder instance of its own)
         module = finder.__module__ if isinstance(finder, type) else type(finder).__module__
         if hasattr(finder, "find_distributions") and module not in _PATH_FINDER_MODULES:
             return None
+    entries = list(sys.path)
+    if not all(isinstance(entry, str) for entry in entries):
+        return None
+    bypass = _BYPASS_DISK[0]
+    _BYPASS_DISK[0] = False
+    cache = listcache.ListingCache(entries)
+    found = None if bypass else cache.load()
+    if found is not None:
+        _listing_source = "cache"
+    else:
+        stamps = cache.stamp_folders()  # before listing: a change while listing is seen next time
+        if stamps is None:
+            return None
+        found = _list_sys_path(entries)
+        if found is None:
+            return None
+        cache.store(stamps, found)
+        _listing_source = "listing"
+    if not found:
+        return []
+    import os
+    import pathlib
+
+    md = _metadata()
+    out = []
+    for index, child, text in found:
+        path = os.path.join(entries[index], child)
+        out.append((md.PathDistribution(pathlib.Path(path)), path, text))
+    return out
+
+
+#: where the last scan's distributions came from: "listing" (the folders were read), "cache" (what
+#: an earlier process of this environment read, unchanged since), "importlib_metadata" (its own
+#: search, see :func:`_path_distributions`), or None (no scan yet)
+_listing_source: str | None = None
+#: set by clear_cache(): the next listing reads the folders whatever the disk cache says
+_BYPASS_DISK = [False]
+
+
+def _list_sys_path(entries: list[str]) -> list[tuple[int, str, str]] | None:
+    """The distributions of :func:`_path_distributions` as (index of the ``sys.path`` entry, the
+    ``.dist-info`` folder's name, the text of its ``entry_points.txt``); None where only
+    ``importlib_metadata`` can search (see there)."""
+    import os
+    import re
+
     seen: set[str] = set()
     found = []
-    for entry in sys.path:
-        if not isinstance(entry, str):
-            return None
+    for index, entry in enumerate(entries):
         root = entry or "."
         try:
             children = os.listdir(root)
@@ -155,13 +204,8 @@ def _path_listing() -> list[tuple[Any, str, str]] | None:
             except OSError:
                 continue
             if re.search(_DECLARES, text):  # only distributions declaring trainbus groups are parsed
-                found.append((os.path.join(entry, child), text))
-    if not found:
-        return []
-    import pathlib
-
-    md = _metadata()
-    return [(md.PathDistribution(pathlib.Path(path)), path, text) for path, text in found]
+                found.append((index, child, text))
+    return found
 
 
 def _trainbus_entry_points(dist: Any, path: str, text: str) -> list[Any]:
@@ -203,6 +247,8 @@ def scan() -> _Scan:
     found = _Scan()
     listing = _path_listing()
     if listing is None:
+        global _listing_source
+        _listing_source = "importlib_metadata"
         import importlib_metadata
 
         eps = list(importlib_metadata.entry_points())
@@ -235,7 +281,9 @@ def index(group: str) -> dict[str, tuple[EntryPoint, ...]]:
 
 def clear_cache() -> None:
     """Forget the cached scan and everything read from it (after installing or removing
-    distributions at run time)."""
+    distributions at run time); the next scan lists the folders on ``sys.path`` again, whatever
+    the disk cache of :mod:`trainbus.bus.listcache` holds."""
+    _BYPASS_DISK[0] = True
     scan.cache_clear()
     index.cache_clear()
     _parse_api.cache_clear()
