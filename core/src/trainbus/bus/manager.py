@@ -88,12 +88,41 @@ class TrainbusPluginManager(pluggy.PluginManager):
         return _SPEC_OPTS[key]
 
     def _hooks_to_register(self, plugin: Any) -> frozenset[str]:
-        registering = self._registering
-        if registering is not None and registering[0] is plugin:
-            return registering[1]  # worked out once per registration, not once per attribute
         return plugin.hooks_used() - self._dropped.get(id(plugin), frozenset())
 
+    def _member_impl_opts(self, plugin: Any) -> dict[str, dict[str, Any]]:
+        """Attribute name -> hookimpl options, for each hook the member ``plugin`` is registered
+        for (its adapter's name where the bus installed one): what ``parse_hookimpl_opts`` says
+        of every attribute, worked out once per registration. A hook method's options are read
+        once per class (unless the instance has an attribute of that name)."""
+        own = vars(plugin)
+        cls = type(plugin)
+        per_class = cls.__dict__.get("_trainbus_impl_opts")
+        if per_class is None:
+            per_class = {}
+            setattr(cls, "_trainbus_impl_opts", per_class)
+        out = {}
+        for hook in self._hooks_to_register(plugin):
+            adapter = _ADAPTER_PREFIX + hook
+            if hook in own:
+                opts = self._check_order_opts(plugin, hook)
+            else:
+                opts = per_class.get(hook)
+                if opts is None:
+                    opts = per_class[hook] = self._check_order_opts(plugin, hook)
+            if adapter in own:
+                out[adapter] = dict(_DEFAULT_OPTS, specname=hook)
+            else:
+                out[hook] = opts
+        return out
+
     def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+        registering = self._registering
+        if registering is not None and registering[0] is plugin:
+            # pluggy asks about every attribute of the member being registered: answered from
+            # what register() worked out once (a copy: pluggy fills in the options' defaults)
+            opts = registering[1].get(name)
+            return None if opts is None else dict(opts)
         if is_member(plugin):
             used = self._hooks_to_register(plugin)
             if name.startswith(_ADAPTER_PREFIX):
@@ -130,8 +159,8 @@ class TrainbusPluginManager(pluggy.PluginManager):
             return super().register(plugin, name)
         _install_adapters(self, plugin)
         # pluggy asks parse_hookimpl_opts about every attribute of the member: the hooks it is
-        # registered for are worked out here, once
-        self._registering = (plugin, self._hooks_to_register(plugin))
+        # registered for, and their options, are worked out here, once
+        self._registering = (plugin, self._member_impl_opts(plugin))
         try:
             return super().register(plugin, name)
         finally:
