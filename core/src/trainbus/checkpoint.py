@@ -29,7 +29,6 @@ import math
 import os
 import re
 import threading
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol, runtime_checkable
 
 from trainbus.utils import logger
@@ -173,34 +172,58 @@ def read_callback_states(checkpoint_prefix: str) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- the list
-@dataclass
-class Entry:
+class _Record:
+    """Plain records (a dataclass costs more to define than this module's whole import): the
+    fields named in ``__slots__``, compared and shown by them."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a dataclass is
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in self.__slots__)
+        return f"{type(self).__name__}({fields})"
+
+
+class Entry(_Record):
     """One checkpoint of a ``checkpoint`` list.
 
     ``prefix`` is where the checkpoint is read from (absolute); ``listed`` the path as the list
     spells it; ``local`` whether the checkpoint lies in the listing's directory (entries naming
     another directory whose checkpoint has a copy here are relocated to the copy, ``relocated``)."""
 
-    prefix: str
-    listed: str
-    timestamp: float | None = None
-    local: bool = True
-    relocated: bool = False
+    __slots__ = ("prefix", "listed", "timestamp", "local", "relocated")
+
+    def __init__(self, prefix: str, listed: str, timestamp: float | None = None, local: bool = True,
+                 relocated: bool = False) -> None:
+        self.prefix = prefix
+        self.listed = listed
+        self.timestamp = timestamp
+        self.local = local
+        self.relocated = relocated
 
     @property
     def step(self) -> int | None:
         return step_of(self.prefix)
 
 
-@dataclass
-class Listing:
+class Listing(_Record):
     """The ``checkpoint`` list of a directory, resolved: ``entries`` oldest first (the latest
     last); ``foreign`` the entries naming checkpoints outside the directory, left alone."""
 
-    directory: str
-    entries: list[Entry] = field(default_factory=list)
-    foreign: list[Entry] = field(default_factory=list)
-    last_preserved: float = 0.0
+    __slots__ = ("directory", "entries", "foreign", "last_preserved")
+
+    def __init__(self, directory: str, entries: list[Entry] | None = None, foreign: list[Entry] | None = None,
+                 last_preserved: float = 0.0) -> None:
+        self.directory = directory
+        self.entries = [] if entries is None else entries
+        self.foreign = [] if foreign is None else foreign
+        self.last_preserved = last_preserved
 
     @property
     def latest(self) -> Entry | None:
