@@ -29,6 +29,11 @@ def get_default_sess_config(mem_fraction: float = 0.99) -> Any:
 def get_global_step_var() -> Any:
     """The ``global_step`` variable of the default graph, created if missing."""
     tf1 = _tf.tf1()
+    # the usual case, once it exists: one integer variable in its collection (entering the root
+    # variable scope below costs more than the read of the value it is asked for)
+    found = tf1.get_default_graph().get_collection(tf1.GraphKeys.GLOBAL_STEP)
+    if len(found) == 1 and found[0].dtype.base_dtype.is_integer:
+        return found[0]
     with tf1.variable_scope(tf1.VariableScope(reuse=tf1.AUTO_REUSE), auxiliary_name_scope=False):
         return tf1.train.get_or_create_global_step()
 

@@ -324,9 +324,10 @@ class Trainer(ResumableTrainer):
 
         tf1 = _tf.tf1()
         gs = get_global_step_var()
-        existing = [op for op in self.graph.get_operations() if op.name == "global_step_incr"]
-        if existing:
-            return existing[0]
+        try:
+            return self.graph.get_operation_by_name("global_step_incr")
+        except KeyError:
+            pass
         with tf1.name_scope(None):
             return tf1.assign_add(gs, 1, name="global_step_incr").op
 
