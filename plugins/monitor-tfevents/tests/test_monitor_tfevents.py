@@ -11,6 +11,7 @@ import pytest
 
 import trainbus.callbacks
 from trainbus.callbacks import Callback
+from trainbus.exceptions import StopTraining
 from trainbus.testing import train_tiny
 
 ea = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator",
@@ -189,9 +190,36 @@ def test_a_resumed_run_marks_its_restart_and_tensorboard_shows_one_curve(logdir)
     assert [(e.step, e.value) for e in acc.Scalars("val")] == [(1, 11.0), (2, 12.0), (3, 23.0), (4, 24.0)]
 
 
-def test_the_whole_finalized_graph_is_written_off_the_training_thread(logdir, monkeypatch):
-    """The graph is written in a thread of its own, started before the first step, once the
-    graph is finalized: every op the callbacks, the trainer and the session initializer made."""
+def test_the_whole_finalized_graph_is_written_off_the_training_thread_after_the_first_step(logdir, monkeypatch):
+    """The graph is written in a thread of its own, started once the first step has run (not
+    before: it would hold the graph's lock while the first step is prepared), the graph
+    finalized: every op the callbacks, the trainer and the session initializer made."""
+    import threading
+
+    import tensorflow as tf
+
+    seen = []
+    steps = []
+    original = tf.compat.v1.summary.FileWriter.add_graph
+
+    def add_graph(self, graph, *a, **k):
+        seen.append((threading.current_thread().name, graph.finalized, len(graph.get_operations()), list(steps)))
+        return original(self, graph, *a, **k)
+
+    class Steps(Callback):
+        def _before_run(self, ctx):
+            steps.append(self.global_step)
+
+    monkeypatch.setattr(tf.compat.v1.summary.FileWriter, "add_graph", add_graph)
+    train_tiny(callbacks=[Steps()], monitors=[trainbus.callbacks.TFEventWriter()], max_epoch=1, steps_per_epoch=4)
+    assert [s[:2] for s in seen] == [("TFEventWriter-graph", True)]
+    assert seen[0][3][:1] == [0]  # the first step had started (and run) before the graph was written
+    nodes = load(logdir).Graph().node
+    assert {"W", "cost", "global_step"} <= {n.name for n in nodes}
+    assert len(nodes) == seen[0][2]
+
+
+def test_a_training_that_ends_before_its_first_step_still_writes_the_graph(logdir, monkeypatch):
     import threading
 
     import tensorflow as tf
@@ -200,15 +228,17 @@ def test_the_whole_finalized_graph_is_written_off_the_training_thread(logdir, mo
     original = tf.compat.v1.summary.FileWriter.add_graph
 
     def add_graph(self, graph, *a, **k):
-        seen.append((threading.current_thread().name, graph.finalized, len(graph.get_operations())))
+        seen.append(threading.current_thread().name)
         return original(self, graph, *a, **k)
 
+    class StopAtOnce(Callback):
+        def _before_epoch(self):
+            raise StopTraining("stopped before the first step")
+
     monkeypatch.setattr(tf.compat.v1.summary.FileWriter, "add_graph", add_graph)
-    train_tiny(monitors=[trainbus.callbacks.TFEventWriter()], max_epoch=1, steps_per_epoch=2)
-    assert [s[:2] for s in seen] == [("TFEventWriter-graph", True)]
-    nodes = load(logdir).Graph().node
-    assert {"W", "cost", "global_step"} <= {n.name for n in nodes}
-    assert len(nodes) == seen[0][2]
+    train_tiny(callbacks=[StopAtOnce()], monitors=[trainbus.callbacks.TFEventWriter()], max_epoch=1, steps_per_epoch=3)
+    assert seen == [threading.main_thread().name]  # written as the training ended, no step having run
+    assert {"W", "cost", "global_step"} <= {n.name for n in load(logdir).Graph().node}
 
 
 def test_a_graph_that_cannot_be_written_is_a_warning_and_training_goes_on(logdir, monkeypatch, caplog):

@@ -19,9 +19,11 @@ class TFEventWriter(MonitorBase):
     """Write summaries (``put_scalar``, ``put_image``, ``put_summary``) and events
     (``put_event``) to a TensorFlow event file, readable by TensorBoard. The event file is
     created when the writer is set up; the graph (the whole graph, once it is finalized) is
-    written in a thread started before the first step, so that the training does not wait for
-    it (it mostly overlaps TensorFlow's own work on the first step); the file is flushed at the
-    end of every epoch, once the graph is in it. A resumed run
+    written in a thread started once the first step has run, so that the training does not wait
+    for it (it overlaps the next steps; before the first step it would hold the graph's lock and
+    Python's while the step is being prepared); the file is flushed at the end of every epoch,
+    once the graph is in it. A training that ends before its first step writes the graph as it
+    ends. A resumed run
     (one that starts from a restored ``global_step``) writes a restart marker first, so that
     TensorBoard shows one curve per tag, without the steps the interrupted run wrote after its
     last checkpoint.
@@ -51,6 +53,8 @@ class TFEventWriter(MonitorBase):
         self._writer: Any = None
         self._graph_thread: Any = None
         self._graph_error: BaseException | None = None
+        #: the graph is still to be written (from before_train until the first step has run)
+        self._graph_pending = False
 
     @property
     def _logdir(self) -> str | None:
@@ -99,29 +103,28 @@ class TFEventWriter(MonitorBase):
             self._graph_error = e
 
     def _graph_written(self) -> None:
-        """Wait for the thread writing the graph; a failure is a warning (training goes on)."""
+        """Wait for the thread writing the graph (or write it now, when no step ran); a failure
+        is a warning (training goes on)."""
+        if self._graph_pending:
+            self._graph_pending = False
+            self._write_graph(self._writer)
         thread, self._graph_thread = self._graph_thread, None
-        if thread is None:
-            return
-        thread.join()
+        if thread is not None:
+            thread.join()
         error, self._graph_error = self._graph_error, None
         if error is not None:
             logger.warning(f"TFEventWriter: writing the graph to {self._writer.get_logdir()} failed "
                            f"({type(error).__name__}: {error}); TensorBoard will show no graph for this run.")
 
     def _before_train(self) -> None:
-        """Start writing the graph (finalized by now) in a thread. A run that starts from a
-        restored ``global_step`` (a resumed run) marks the restart in its event file:
-        TensorBoard then drops the earlier files' events after that step (written by the
-        interrupted run after its checkpoint), so each tag shows one curve without
-        overlapping steps."""
+        """The graph is finalized by now: it is written once the first step has run
+        (``_trigger_step``). A run that starts from a restored ``global_step`` (a resumed run)
+        marks the restart in its event file: TensorBoard then drops the earlier files' events
+        after that step (written by the interrupted run after its checkpoint), so each tag
+        shows one curve without overlapping steps."""
         if self._writer is None:
             return
-        import threading
-
-        self._graph_thread = threading.Thread(target=self._write_graph, args=(self._writer,), daemon=True,
-                                              name="TFEventWriter-graph")
-        self._graph_thread.start()
+        self._graph_pending = True
         gs = self.trainer.global_step
         if gs <= 0:
             return
@@ -130,6 +133,15 @@ class TFEventWriter(MonitorBase):
         self._writer.add_session_log(SessionLog(status=SessionLog.START, msg=f"resumed after global_step {gs}"),
                                      global_step=gs + 1)
         self._writer.flush()
+
+    def _trigger_step(self) -> None:
+        if self._graph_pending:  # once, after the first step
+            self._graph_pending = False
+            import threading
+
+            self._graph_thread = threading.Thread(target=self._write_graph, args=(self._writer,), daemon=True,
+                                                  name="TFEventWriter-graph")
+            self._graph_thread.start()
 
     def process_summary(self, summary: Any) -> None:
         self._writer.add_summary(summary, self.trainer.global_step)
