@@ -32,6 +32,10 @@ TensorFlow), and the ``trainbus plugins`` command.
     python bench/bench_startup.py                       # 5 rounds
     python bench/bench_startup.py --rounds 9 --tensorpack-python /path/to/venv/bin/python
 
+Each overhead is given twice: the difference of the two kinds' medians, and the median (with
+quartiles) of the rounds' own differences; a round runs the kinds back to back, so the second
+figure moves less when the machine's load changes during the run.
+
 Targets (issue "Startup"): overhead over the bare loop (in the same environment) to the first step <= 0.05 s; peak RSS
 over the bare loop <= tensorpack's; ``from trainbus import *`` after TensorFlow <= 0.15 s;
 ``import trainbus`` <= 0.05 s without TensorFlow; ``trainbus plugins`` < 0.5 s.
@@ -330,6 +334,16 @@ def report(args, kinds, runs, star, imports, plugins_cmd, note, tp_note) -> None
     def rss(name: str) -> float:
         return med([kb / 1024 for _, _, kb in runs[name]])
 
+    def paired(fw: str, bare: str, c: int) -> str:
+        """The median, and the quartiles, of each round's difference (the kinds of a round run
+        back to back, so the load a round met hits both): steadier than a difference of medians."""
+        diffs = sorted((rf["first"][c] - rf["tf"][c]) - (rb["first"][c] - rb["tf"][c])
+                       for (_, rf, _), (_, rb, _) in zip(runs[fw], runs[bare]))
+        if len(diffs) < 2:
+            return f"{med(diffs):+.3f}"
+        q1, _, q3 = statistics.quantiles(diffs, n=4)
+        return f"{med(diffs):+.3f} (quartiles {q1:+.3f} to {q3:+.3f})"
+
     # each framework against both bare loops of its own interpreter: the plain one (cost and
     # train_op only) and the one with the same logging (moving average, summaries, event file)
     pairs = [("trainbus", "bare", LOGGING)] + ([("tensorpack", TP_BARE, TP_LOGGING)] if "tensorpack" in runs else [])
@@ -356,6 +370,8 @@ def report(args, kinds, runs, star, imports, plugins_cmd, note, tp_note) -> None
                   f"{after_tf(fw, 0) - after_tf(bare, 0):+.3f} s "
                   f"[CPU {after_tf(fw, 1) - after_tf(bare, 1):+.3f} s] (target <= 0.05); "
                   f"peak RSS {rss(fw) - rss(bare):+.0f} MB")
+            print(f"    the rounds' differences after import tensorflow: median {paired(fw, bare, 0)} s, "
+                  f"CPU {paired(fw, bare, 1)} s")
     if "tensorpack" not in runs:
         print(f"tensorpack: {tp_note}")
     phase_kinds = ["trainbus", "bare", LOGGING] + (["tensorpack"] if "tensorpack" in runs else [])
