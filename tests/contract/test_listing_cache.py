@@ -176,3 +176,23 @@ def test_a_zip_archive_on_sys_path_is_left_to_importlib_metadata_and_not_cached(
     assert source == "importlib_metadata"  # its own search, which reads inside the archive
     assert ("trainbus.callbacks", "Zipped", "zipped_mod:Z", "trainbus-zipped") in eps
     assert _files(cache) == []
+
+
+def test_at_most_max_files_cache_files_are_kept_the_oldest_go(env_dirs, tmp_path):
+    from trainbus.bus import listcache
+
+    root, cache = env_dirs
+    cache.mkdir()
+    for i in range(listcache.MAX_FILES + 5):  # older files of other sys.paths
+        old = cache / f"entry-points-{i:08x}.json"
+        old.write_text("{}")
+        os.utime(old, (PAST + i, PAST + i))
+    (cache / "unrelated.txt").write_text("not ours")
+    _scan([root], cache)
+    names = _files(cache)
+    ours = [n for n in names if n.startswith("entry-points-")]
+    assert len(ours) == listcache.MAX_FILES
+    assert "entry-points-00000000.json" not in names and "entry-points-00000005.json" not in names
+    assert f"entry-points-{listcache.MAX_FILES + 4:08x}.json" in names  # the newest old one stays
+    assert "unrelated.txt" in names
+    assert _scan([root], cache)[0] == "cache"  # the new file was kept

@@ -17,7 +17,8 @@ A folder modified less than two seconds before the listing is not trusted (a cha
 clock tick would not show in its time): such a listing is used by its own process and not written.
 
 The file lives in ``$TRAINBUS_CACHE_DIR``, else ``$XDG_CACHE_HOME/trainbus``, else
-``~/.cache/trainbus``; ``TRAINBUS_METADATA_CACHE=0`` turns it off. A cache that cannot be read or
+``~/.cache/trainbus``, beside at most 63 others (the least recently written go);
+``TRAINBUS_METADATA_CACHE=0`` turns it off. A cache that cannot be read or
 written (read-only home, a full disk, a damaged file) is ignored: the folders are listed as
 without it. ``registry.clear_cache()`` makes the next scan list the folders whatever the file says.
 """
@@ -32,6 +33,9 @@ import sys
 FORMAT = 1
 #: a folder changed less than this many nanoseconds before the listing is not trusted
 _SETTLE_NS = 2_000_000_000
+#: the most cache files kept (one per ``sys.path``: a script's folder is on it); writing one more
+#: removes the least recently written
+MAX_FILES = 64
 
 
 def cache_dir() -> str | None:
@@ -142,4 +146,19 @@ class ListingCache:
                 os.unlink(tmp)
             except OSError:
                 pass
+            return
+        _prune(os.path.dirname(self.path))
+
+
+def _prune(folder: str) -> None:
+    """Keep the :data:`MAX_FILES` most recently written cache files of ``folder``."""
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith("entry-points-") and n.endswith(".json")]
+        if len(names) <= MAX_FILES:
+            return
+        dated = sorted((os.stat(os.path.join(folder, n)).st_mtime_ns, n) for n in names)
+        for _, name in dated[:len(names) - MAX_FILES]:
+            os.unlink(os.path.join(folder, name))
+    except OSError:
+        pass  # another process pruned meanwhile, or the folder went away: nothing to keep tidy
 
