@@ -190,33 +190,71 @@ def test_a_resumed_run_marks_its_restart_and_tensorboard_shows_one_curve(logdir)
     assert [(e.step, e.value) for e in acc.Scalars("val")] == [(1, 11.0), (2, 12.0), (3, 23.0), (4, 24.0)]
 
 
-def test_the_whole_finalized_graph_is_written_off_the_training_thread_after_the_first_step(logdir, monkeypatch):
-    """The graph is written in a thread of its own, started once the first step has run (not
-    before: it would hold the graph's lock while the first step is prepared), the graph
-    finalized: every op the callbacks, the trainer and the session initializer made."""
+def test_the_whole_finalized_graph_is_written_off_the_training_thread_once_the_first_step_is_prepared(
+        logdir, monkeypatch):
+    """The graph is written in a thread of its own, started when the first step is prepared and
+    about to run (not before: it would hold the graph's lock while the step is prepared), the
+    graph finalized: every op the callbacks, the trainer and the session initializer made."""
     import threading
 
     import tensorflow as tf
 
+    from trainbus.session import fastrun
+
     seen = []
-    steps = []
+    made = []  # the step callables made so far (the first step's is made just before it runs)
+    started = []  # (thread name, callables made when it was started)
     original = tf.compat.v1.summary.FileWriter.add_graph
+    make, start = fastrun.make_step_callable, threading.Thread.start
 
     def add_graph(self, graph, *a, **k):
-        seen.append((threading.current_thread().name, graph.finalized, len(graph.get_operations()), list(steps)))
+        seen.append((threading.current_thread().name, graph.finalized, len(graph.get_operations())))
         return original(self, graph, *a, **k)
 
-    class Steps(Callback):
+    def counted_make(*a, **k):
+        fn = make(*a, **k)
+        made.append(fn)
+        return fn
+
+    def recorded_start(self):
+        started.append((self.name, len(made)))
+        return start(self)
+
+    class Fetches(Callback):  # a run hook: the steps go through _make_callable
         def _before_run(self, ctx):
-            steps.append(self.global_step)
+            return None
 
     monkeypatch.setattr(tf.compat.v1.summary.FileWriter, "add_graph", add_graph)
-    train_tiny(callbacks=[Steps()], monitors=[trainbus.callbacks.TFEventWriter()], max_epoch=1, steps_per_epoch=4)
+    monkeypatch.setattr(fastrun, "make_step_callable", counted_make)
+    monkeypatch.setattr(threading.Thread, "start", recorded_start)
+    train_tiny(callbacks=[Fetches()], monitors=[trainbus.callbacks.TFEventWriter()], max_epoch=1, steps_per_epoch=4)
     assert [s[:2] for s in seen] == [("TFEventWriter-graph", True)]
-    assert seen[0][3][:1] == [0]  # the first step had started (and run) before the graph was written
+    # started once the first step's callable was made, not before
+    assert [n for n, _ in started if n == "TFEventWriter-graph"] == ["TFEventWriter-graph"]
+    assert dict(started)["TFEventWriter-graph"] >= 1
     nodes = load(logdir).Graph().node
     assert {"W", "cost", "global_step"} <= {n.name for n in nodes}
     assert len(nodes) == seen[0][2]
+
+
+def test_the_first_step_ready_waiters_are_called_once_with_the_plain_step_too():
+    """``trainer.loop.on_first_step_ready``: called once, when the first step is prepared, on the
+    plain path (no run hooks) as on the hooked one; a waiter added later is called at once."""
+    calls = []
+
+    class Watch(Callback):
+        def _before_train(self):
+            self.trainer.loop.on_first_step_ready(lambda: calls.append(("ready", self.trainer.loop.global_step)))
+
+        def _trigger_step(self):
+            calls.append(("step", self.trainer.loop.global_step))
+
+        def _after_train(self):
+            self.trainer.loop.on_first_step_ready(lambda: calls.append(("late", self.trainer.loop.global_step)))
+
+    tr = train_tiny(callbacks=[Watch()], monitors=[], max_epoch=1, steps_per_epoch=3)
+    assert not tr.hooked_sess._hooked  # no run hooks: the plain path ran the steps
+    assert calls == [("ready", 0), ("step", 1), ("step", 2), ("step", 3), ("late", 3)]
 
 
 def test_a_training_that_ends_before_its_first_step_still_writes_the_graph(logdir, monkeypatch):

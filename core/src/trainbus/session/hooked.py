@@ -38,6 +38,7 @@ class HookedSession:
         self.sess = sess
         self._trainer = trainer
         self._advance_step = trainer.loop.advance_step
+        self._notify_ready = getattr(trainer.loop, "first_step_ready", None)
         self._br = bus.before_run
         self._ar = bus.after_run
         self._incr = step_incr_op
@@ -100,6 +101,7 @@ class HookedSession:
         if call is None:
             self._plain_steps[key] = False
             return False
+        self._step_ready()
         advance, feed_next = self._advance_step, self._feed_next
         if feed_next is None:
             def step() -> Any:
@@ -197,7 +199,15 @@ class HookedSession:
         fn = make_step_callable(self.sess, fetches, extra, feed_keys, self._incr, with_options)
         key = (_fkey(fetches), tuple(_fkey(f) for f in extra), feed_keys, with_options)
         self._callables[key] = fn
+        self._step_ready()
         return fn
+
+    def _step_ready(self) -> None:
+        """A step is prepared and about to run: the first time, the loop's waiters are told
+        (``TrainLoop.on_first_step_ready``)."""
+        notify, self._notify_ready = self._notify_ready, None
+        if notify is not None:
+            notify()
 
     def run_step_fn(self, fetches: Any) -> Any:
         """Return a zero-argument function equivalent to ``run(fetches)``."""

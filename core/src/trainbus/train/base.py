@@ -14,7 +14,7 @@ import functools
 import logging
 import time
 import weakref
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from trainbus import checkpoint as _ckpt
 from trainbus.bus.dispatch import Bus, HookProfile, origin_of, profiling_requested
@@ -45,6 +45,26 @@ class TrainLoop:
         self.steps_per_epoch = 0
         self.starting_epoch = 1
         self.max_epoch = 0
+        self._first_step_waiters: list[Callable[[], None]] | None = []
+
+    def on_first_step_ready(self, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` once, in the training's thread, when the first step's TensorFlow work is
+        prepared and about to run (its callable made by ``trainer.hooked_sess``): the moment to
+        start background work that should overlap the steps rather than delay the first one
+        (``TFEventWriter`` starts writing the graph then). Never called if no step is prepared
+        (training ends before, or a ``run_step`` that does not go through ``hooked_sess``); called
+        at once if that moment has passed."""
+        waiters = self._first_step_waiters
+        if waiters is None:
+            fn()
+        else:
+            waiters.append(fn)
+
+    def first_step_ready(self) -> None:
+        """Called by the hooked session when it has prepared a step (the first call counts)."""
+        waiters, self._first_step_waiters = self._first_step_waiters, None
+        for fn in waiters or ():
+            fn()
 
     @property
     def epoch_num(self) -> int:

@@ -19,10 +19,11 @@ class TFEventWriter(MonitorBase):
     """Write summaries (``put_scalar``, ``put_image``, ``put_summary``) and events
     (``put_event``) to a TensorFlow event file, readable by TensorBoard. The event file is
     created when the writer is set up; the graph (the whole graph, once it is finalized) is
-    written in a thread started once the first step has run, so that the training does not wait
-    for it (it overlaps the next steps; before the first step it would hold the graph's lock and
-    Python's while the step is being prepared); the file is flushed at the end of every epoch,
-    once the graph is in it. A training that ends before its first step writes the graph as it
+    written in a thread started when the first step is prepared and about to run
+    (``trainer.loop.on_first_step_ready``), so that the training does not wait for it: it
+    overlaps TensorFlow's run of the step (started earlier, it would hold the graph's lock and
+    Python's while the step is being prepared). The file is flushed at the end of every epoch,
+    once the graph is in it; a training that ends before its first step writes the graph as it
     ends. A resumed run
     (one that starts from a restored ``global_step``) writes a restart marker first, so that
     TensorBoard shows one curve per tag, without the steps the interrupted run wrote after its
@@ -53,7 +54,7 @@ class TFEventWriter(MonitorBase):
         self._writer: Any = None
         self._graph_thread: Any = None
         self._graph_error: BaseException | None = None
-        #: the graph is still to be written (from before_train until the first step has run)
+        #: the graph is still to be written (from before_train until the first step is prepared)
         self._graph_pending = False
 
     @property
@@ -117,14 +118,17 @@ class TFEventWriter(MonitorBase):
                            f"({type(error).__name__}: {error}); TensorBoard will show no graph for this run.")
 
     def _before_train(self) -> None:
-        """The graph is finalized by now: it is written once the first step has run
-        (``_trigger_step``). A run that starts from a restored ``global_step`` (a resumed run)
+        """The graph is finalized by now: it is written from when the first step is prepared
+        (``_start_graph``). A run that starts from a restored ``global_step`` (a resumed run)
         marks the restart in its event file: TensorBoard then drops the earlier files' events
         after that step (written by the interrupted run after its checkpoint), so each tag
         shows one curve without overlapping steps."""
         if self._writer is None:
             return
         self._graph_pending = True
+        loop = getattr(self.trainer, "loop", None)
+        if loop is not None and hasattr(loop, "on_first_step_ready"):
+            loop.on_first_step_ready(self._start_graph)
         gs = self.trainer.global_step
         if gs <= 0:
             return
@@ -134,8 +138,8 @@ class TFEventWriter(MonitorBase):
                                      global_step=gs + 1)
         self._writer.flush()
 
-    def _trigger_step(self) -> None:
-        if self._graph_pending:  # once, after the first step
+    def _start_graph(self) -> None:
+        if self._graph_pending:
             self._graph_pending = False
             import threading
 
