@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import threading
 import time
 import weakref
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -31,6 +32,10 @@ from trainbus.utils.timefmt import human_seconds
 __all__ = ["Trainer", "StopTraining", "TrainLoop", "HookedSession", "Bus"]
 
 log = logging.getLogger("trainbus.train")
+
+
+#: makes TrainLoop.first_step_ready's hand-over of its waiters one step (steps may run in threads)
+_FIRST_STEP_LOCK = threading.Lock()
 
 
 class TrainLoop:
@@ -54,15 +59,18 @@ class TrainLoop:
         (``TFEventWriter`` starts writing the graph then). Never called if no step is prepared
         (training ends before, or a ``run_step`` that does not go through ``hooked_sess``); called
         at once if that moment has passed."""
-        waiters = self._first_step_waiters
-        if waiters is None:
-            fn()
-        else:
-            waiters.append(fn)
+        with _FIRST_STEP_LOCK:
+            waiters = self._first_step_waiters
+            if waiters is not None:
+                waiters.append(fn)
+                return
+        fn()
 
     def first_step_ready(self) -> None:
-        """Called by the hooked session when it has prepared a step (the first call counts)."""
-        waiters, self._first_step_waiters = self._first_step_waiters, None
+        """Called by the hooked session when it has prepared a step (the first call counts, also
+        when several threads run steps)."""
+        with _FIRST_STEP_LOCK:
+            waiters, self._first_step_waiters = self._first_step_waiters, None
         for fn in waiters or ():
             fn()
 
