@@ -79,13 +79,16 @@ class ListingCache:
     def __init__(self, entries: list[str]) -> None:
         import zlib
 
-        self.entries = entries
         #: the entries as absolute paths: what the file is for (the working directory counts)
         self.folders = [os.path.abspath(e or ".") for e in entries]
         folder = cache_dir()
         key = f"{sys.version_info[0]}.{sys.version_info[1]}\0" + "\0".join(self.folders)
         self.path = (os.path.join(folder, f"entry-points-{zlib.crc32(key.encode('utf-8', 'surrogateescape')):08x}.json")
                      if folder else None)
+
+    def _ep_file(self, index: int, child: str) -> str:
+        """The ``entry_points.txt`` of distribution folder ``child`` in ``sys.path`` entry ``index``."""
+        return os.path.join(self.folders[index], child, "entry_points.txt")
 
     def load(self) -> list[tuple[int, str, str]] | None:
         """What an earlier listing of this ``sys.path`` found, if nothing it depends on changed."""
@@ -103,7 +106,7 @@ class ListingCache:
                     return None
             found = []
             for index, child, text, ep_stamp in data["found"]:
-                if _file_stamp(os.path.join(self.folders[index], child, "entry_points.txt")) != ep_stamp:
+                if _file_stamp(self._ep_file(index, child)) != ep_stamp:
                     return None
                 found.append((index, child, text))
             return found
@@ -128,7 +131,7 @@ class ListingCache:
             return
         entries = []
         for index, child, text in found:
-            ep_stamp = _file_stamp(os.path.join(self.folders[index], child, "entry_points.txt"))
+            ep_stamp = _file_stamp(self._ep_file(index, child))
             if ep_stamp is None or ep_stamp[0] > settled:
                 return
             entries.append([index, child, text, ep_stamp])

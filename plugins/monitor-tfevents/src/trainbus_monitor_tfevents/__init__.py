@@ -126,9 +126,7 @@ class TFEventWriter(MonitorBase):
         if self._writer is None:
             return
         self._graph_pending = True
-        loop = getattr(self.trainer, "loop", None)
-        if loop is not None and hasattr(loop, "on_first_step_ready"):
-            loop.on_first_step_ready(self._start_graph)
+        self.trainer.loop.on_first_step_ready(self._start_graph)
         gs = self.trainer.global_step
         if gs <= 0:
             return
