@@ -61,3 +61,42 @@ def test_noop_trainer_runs_only_the_callbacks():
     tr = train_tiny(callbacks=[rec], trainer=simple.NoOpTrainer(), model=TinyModel(), max_epoch=2, steps_per_epoch=3)
     assert tr.global_step == 6 and rec.hooks().count("after_run") == 6
     assert np.array_equal(rec.w, np.zeros((4, 3), "float32"))  # no training step ran
+
+
+def test_a_variable_without_gradient_is_left_out_of_the_update_with_a_warning(caplog):
+    """The trainer drops ``(None, var)`` pairs as tensorpack's ``FilterNoneGrad`` does: it names
+    the variable in a warning and trains the others; a model where every variable has a gradient
+    gets no warning and does not import the gradient processors for it."""
+    import logging
+    import subprocess
+
+    import tensorflow as tf
+
+    from trainbus.testing import TinyModel
+
+    tf1 = tf.compat.v1
+
+    class WithUnused(TinyModel):
+        def build_graph(self, x, y):
+            tf1.get_variable("unused", [2], initializer=tf1.ones_initializer())
+            return super().build_graph(x, y)
+
+    class ReadVars(trainbus.callbacks.Callback):
+        def _after_train(self):
+            by_name = {v.op.name: v for v in tf1.global_variables()}
+            self.unused, self.w = self.trainer.sess.run([by_name["unused"], by_name["W"]])
+
+    reader = ReadVars()
+    with caplog.at_level(logging.WARNING, logger="trainbus"):
+        train_tiny([reader], model=WithUnused(), max_epoch=1, steps_per_epoch=3)
+    warnings = [r.getMessage() for r in caplog.records if "No gradient" in r.getMessage()]
+    assert warnings == ["No gradient w.r.t 1 trainable variables: unused"]
+    assert reader.unused.tolist() == [1.0, 1.0]  # kept out of the update
+    assert np.abs(reader.w).sum() > 0  # the others trained
+
+    code = ("import sys\nfrom trainbus.testing import train_tiny\ntrain_tiny(max_epoch=1, steps_per_epoch=2)\n"
+            "print('GRADPROC', 'trainbus.tfutils.gradproc' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "GRADPROC False" in out.stdout
+    assert "No gradient" not in out.stdout + out.stderr

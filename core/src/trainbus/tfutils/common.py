@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from trainbus.utils import lazytf as _tf
-from trainbus.tfutils.collect_env import collect_env_info  # tensorpack's path for it too
 
 __all__ = ["get_default_sess_config", "get_global_step_var", "get_global_step_value", "get_tf_version_tuple",
            "get_op_tensor_name", "get_op_or_tensor_by_name", "collect_env_info"]
@@ -73,3 +72,12 @@ def get_op_or_tensor_by_name(name: Any) -> Any:
     if not isinstance(name, (list, tuple)):
         return f(name)
     return list(map(f, name))
+
+
+def __getattr__(name: str) -> Any:
+    # tensorpack's path for collect_env_info too; its module is imported on first use
+    if name == "collect_env_info":
+        from trainbus.tfutils.collect_env import collect_env_info
+
+        return collect_env_info
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,6 +11,7 @@ from trainbus.tfutils.common import get_default_sess_config
 tf1 = tf.compat.v1
 
 __all__ = ["NewSessionCreator", "ReuseSessionCreator", "SessionCreatorAdapter"]
+# also here, outside tensorpack's names: CountingSession
 
 
 class NewSessionCreator(tf1.train.SessionCreator):
@@ -25,10 +26,31 @@ class NewSessionCreator(tf1.train.SessionCreator):
         self.config = config if config is not None else get_default_sess_config()
 
     def create_session(self) -> Any:
-        sess = tf1.Session(target=self.target, config=self.config)
+        sess = CountingSession(target=self.target, config=self.config)
         with sess.graph.as_default():
             sess.run([tf1.global_variables_initializer(), tf1.local_variables_initializer(), tf1.tables_initializer()])
+        sess.runs_after_init = sess.runs
         return sess
+
+
+class CountingSession(tf1.Session):
+    """The ``tf.compat.v1.Session`` that :class:`NewSessionCreator` makes, counting in ``runs``
+    the requests that may run ops: every ``run``, ``partial_run_setup``, ``make_callable`` and
+    callable made from options brings the session's graph up to date first, and that step is
+    counted. A callable made earlier runs uncounted, but none exists before the first count.
+
+    The trainer uses it to know the global step without reading it: right after the
+    initialization (``runs_after_init``), and for as long as nothing else asked to run, it is
+    the value the initializer assigned."""
+
+    #: requests that may have run ops since the session was made
+    runs = 0
+    #: ``runs`` once the creator initialized the variables (None: made by someone else)
+    runs_after_init: int | None = None
+
+    def _extend_graph(self) -> None:
+        self.runs += 1
+        super()._extend_graph()
 
 
 class ReuseSessionCreator(tf1.train.SessionCreator):

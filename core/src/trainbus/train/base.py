@@ -199,6 +199,8 @@ class Trainer(ResumableTrainer):
         self._input_source: Any = None
         self._step_feed: Any = None  # the input source's step_feed(), taken when the graph is set up
         self._step_incr_op: Any = None
+        #: (global step, the session's runs then) when initialize() knew it without a read
+        self._step_after_init: tuple[int, int] | None = None
         # checkpoint commits (list + callback states) waiting for every callback to handle the
         # triggers of the step: trainbus.checkpoint.defer_commit / flush_commits
         self._pending_commits: list[Any] = []
@@ -357,7 +359,13 @@ class Trainer(ResumableTrainer):
         except KeyError:
             pass
         with tf1.name_scope(None):
-            return tf1.assign_add(gs, 1, name="global_step_incr").op
+            if gs.dtype._is_ref_dtype:
+                return tf1.assign_add(gs, 1, name="global_step_incr").op
+            # a resource variable: the increment alone, without the read of the new value that
+            # tf.assign_add adds and nothing fetches. It keeps the default name tf.assign_add gives
+            # it (which ignores ``name`` here): named otherwise, the executor ran it before a read
+            # of global_step that a callback fetches in before_run, which then saw the new value
+            return gs.assign_add(1, read_value=False)
 
     def describe_hooks(self) -> str:
         """The effective calling order of every hook (after ``setup_callbacks``)."""
@@ -390,8 +398,46 @@ class Trainer(ResumableTrainer):
                 logger.warning("This is not a chief worker, 'session_init' was ignored!")
             self.after_session_init()
             self._read_resume_states(getattr(session_init, "checkpoint_path", None) if self.is_chief else None)
+            self._step_after_init = self._global_step_after_init(session_creator, session_init)
         self.sess.graph.finalize()
         logger.info("Graph Finalized.")
+
+    def _global_step_after_init(self, session_creator: Any, session_init: Any) -> tuple[int, int] | None:
+        """(the global step's value, the session's ``runs`` then) when ``initialize`` can tell
+        the value without reading it: this process made the session with a local
+        ``NewSessionCreator`` (its initializer assigned every global variable), restored nothing
+        (``JustCurrentSession``), its strategy changed nothing after (``after_session_init`` is
+        the trainer's own), and the global step's initial value is a constant. Else None."""
+        from trainbus.tfutils.common import get_global_step_var
+        from trainbus.tfutils.sesscreate import CountingSession, NewSessionCreator
+        from trainbus.tfutils.sessinit import JustCurrentSession
+
+        sess = self.sess
+        if not (self.is_chief and type(session_creator) is NewSessionCreator and not session_creator.target
+                and type(sess) is CountingSession and sess.runs_after_init and sess.runs == sess.runs_after_init
+                and type(session_init) is JustCurrentSession
+                and type(self).after_session_init is Trainer.after_session_init):
+            return None
+        tf1 = _tf.tf1()
+        gs = get_global_step_var()
+        if not any(v is gs for v in tf1.global_variables()):
+            return None
+        value = _tf.tf().get_static_value(gs.initial_value)
+        if value is None or getattr(value, "shape", None) != ():
+            return None
+        return int(value), sess.runs
+
+    def _global_step_now(self) -> int:
+        """The global step's value in ``self.sess``: read, unless the session ran nothing since
+        ``initialize`` knew it (a read makes TensorFlow prepare a run of its own, milliseconds
+        before the first step)."""
+        from trainbus.tfutils.common import get_global_step_value
+
+        known = getattr(self, "_step_after_init", None)
+        if known is not None and getattr(self.sess, "runs", None) == known[1]:
+            return known[0]
+        self._step_after_init = None
+        return get_global_step_value()
 
     # ------------------------------------------------------------------ strategy seams
     def after_session_init(self) -> None:
@@ -442,21 +488,19 @@ class Trainer(ResumableTrainer):
         bus = self._bus
         if bus is None or self.sess is None:
             raise RuntimeError("main_loop() needs setup_callbacks() and initialize() first")
-        from trainbus.tfutils.common import get_global_step_value
-
         self._training_started = True
         tf = _tf.tf()
         primary: BaseException | None = None
         loop = self.loop
         with self.graph.as_default(), self.sess.as_default():
             loop.config(steps_per_epoch, starting_epoch, max_epoch)
-            loop.set_global_step(get_global_step_value())
+            loop.set_global_step(self._global_step_now())
             self._defer_commits = True
             try:
                 self._restore_callback_states()
                 data_policy = self._skip_consumed_datapoints()
                 bus.before_train(trainer=self)
-                loop.set_global_step(get_global_step_value())
+                loop.set_global_step(self._global_step_now())
                 run_step = self.run_step
                 trigger_step = bus.trigger_step
                 hooked = self.hooked_sess

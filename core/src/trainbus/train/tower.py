@@ -123,8 +123,6 @@ class SingleCostTrainer(TowerTrainer):
     def _make_get_grad_fn(self, input: Any, get_cost_fn: TowerFunc, get_opt_fn: Callable[[], Any]) -> Callable[[], Any]:
         """A function that builds the tower in the current TowerContext and returns its
         ``[(grad, var)]`` (``None`` in an inference tower)."""
-        from trainbus.tfutils.gradproc import FilterNoneGrad
-
         def grads_from_inputs(inputs: Sequence[Any]) -> Any:
             ctx = get_current_tower_context()
             cost = get_cost_fn(*inputs)
@@ -139,7 +137,13 @@ class SingleCostTrainer(TowerTrainer):
                 cost, var_list=varlist, gate_gradients=self.GATE_GRADIENTS,
                 colocate_gradients_with_ops=self.COLOCATE_GRADIENTS_WITH_OPS,
                 aggregation_method=self.AGGREGATION_METHOD)
-            return FilterNoneGrad().process(grads)
+            if any(g is None for g, _ in grads):
+                # variables without a gradient are dropped with a warning (the gradient
+                # processors are imported only then: a model where every variable has one needs none)
+                from trainbus.tfutils.gradproc import FilterNoneGrad
+
+                return FilterNoneGrad().process(grads)
+            return grads
 
         def get_grad_fn() -> Any:
             return grads_from_inputs(input.get_input_tensors())

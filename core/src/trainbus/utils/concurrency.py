@@ -24,7 +24,6 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 from trainbus.utils import logger
-from trainbus.utils.argtools import log_once
 
 __all__ = ["StoppableThread", "LoopThread", "ShareSessionThread", "ensure_proc_terminate", "start_proc_mask_signal",
            "mask_sigint", "enable_death_signal", "subproc_call", "OrderedResultGatherProc", "OrderedContainer", "DIE"]
@@ -209,15 +208,15 @@ def enable_death_signal(_warn: bool = True) -> None:
     """
     if not sys.platform.startswith("linux"):
         if _warn:
-            log_once(f"enable_death_signal: not available on {sys.platform}; child processes will not be killed "
-                     "automatically if their parent dies", "warning")
+            _log_once(f"enable_death_signal: not available on {sys.platform}; child processes will not be killed "
+                      "automatically if their parent dies", "warning")
         return
     try:
         _prctl_set_pdeathsig(signal.SIGKILL)
     except (OSError, AttributeError) as e:
         if _warn:
-            log_once(f"enable_death_signal: prctl failed ({e}); this process will not be killed automatically "
-                     "if its parent dies", "warning")
+            _log_once(f"enable_death_signal: prctl failed ({e}); this process will not be killed automatically "
+                      "if its parent dies", "warning")
 
 
 #: checks that say "stop waiting for data" (a trainer asked to stop); see :func:`add_wait_interrupt`
@@ -324,9 +323,9 @@ def start_proc_mask_signal(proc: mp.Process | list) -> None:
         for p in procs:
             if isinstance(p, mp.process.BaseProcess):
                 if (getattr(p, "_start_method", None) or mp.get_start_method()) == "fork":
-                    log_once("Starting a process with the 'fork' method is efficient but not safe with threads (it "
-                             "may deadlock or crash); use the 'forkserver' or 'spawn' method if you run into that "
-                             "(multiprocessing.set_start_method).", "warning")
+                    _log_once("Starting a process with the 'fork' method is efficient but not safe with threads (it "
+                              "may deadlock or crash); use the 'forkserver' or 'spawn' method if you run into that "
+                              "(multiprocessing.set_start_method).", "warning")
             p.start()
 
 
@@ -417,3 +416,9 @@ class OrderedResultGatherProc(mp.Process):
     def get(self) -> Any:
         """The next ``(rank, data)`` (or ``(DIE, ...)``) from the result queue."""
         return self.result_queue.get()
+
+
+def _log_once(message: str, func: str = "info") -> None:
+    from trainbus.utils.argtools import log_once  # imported when a message is due, not with this module
+
+    log_once(message, func)

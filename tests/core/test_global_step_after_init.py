@@ -1,0 +1,194 @@
+"""The global step a training starts from, when the trainer knows it without reading it.
+
+Right after a local ``NewSessionCreator`` initialized the variables and nothing was restored,
+the global step is its initializer's constant: the trainer takes it from the graph instead of
+reading it (each read of a new fetch makes TensorFlow prepare a run, milliseconds before the
+first step). Anything that may run ops in between (a callback's ``sess.run``, ``op.run()``, a callable it
+makes, a restore, another session creator, a strategy's ``after_session_init``) makes it read
+the variable, so that every path starts from the value the variable has.
+"""
+
+from __future__ import annotations
+
+import pytest
+import tensorflow as tf
+
+from trainbus.callbacks import Callback
+from trainbus.testing import HookRecorder, TinyModel, train_tiny
+from trainbus.tfutils import common
+from trainbus.tfutils.sesscreate import CountingSession, NewSessionCreator
+from trainbus.train.simple import SimpleTrainer
+
+tf1 = tf.compat.v1
+
+
+@pytest.fixture
+def reads(monkeypatch):
+    """How often the trainer read the global step from the session."""
+    calls = []
+    real = common.get_global_step_value
+
+    def counted():
+        calls.append(1)
+        return real()
+
+    monkeypatch.setattr(common, "get_global_step_value", counted)
+    return calls
+
+
+def _steps(rec: HookRecorder, hook: str = "trigger_step") -> list[int]:
+    return [e[2] for e in rec.events if e[0] == hook]
+
+
+def test_a_fresh_training_starts_at_zero_without_reading_the_variable(reads):
+    rec = HookRecorder()
+    trainer = train_tiny([rec], max_epoch=2, steps_per_epoch=3)
+    assert reads == []
+    assert _steps(rec, "before_train") == [0]
+    assert _steps(rec) == [1, 2, 3, 4, 5, 6]
+    assert type(trainer.sess) is CountingSession
+    assert trainer.global_step == 6
+
+
+@pytest.mark.parametrize("how", ["run", "op.run", "callable"])
+def test_a_callback_that_sets_the_global_step_in_before_train_is_seen(how, reads):
+    if how == "callable":
+        class SetStep(Callback):
+            def _setup_graph(self):
+                self.op = common.get_global_step_var().assign(40).op
+
+            def _before_train(self):
+                self.trainer.sess.make_callable(self.op)()
+
+        setter = SetStep()
+    else:
+        setter = _SetterWithOp(how)
+    rec = HookRecorder()
+    train_tiny([setter, rec], max_epoch=1, steps_per_epoch=3)
+    assert reads == [1]  # after before_train: something ran, so the variable is read
+    assert _steps(rec) == [41, 42, 43]
+
+
+class _SetterWithOp(Callback):
+    """Sets the global step to 40 in ``before_train`` with ``sess.run``, or ``op.run()`` in the
+    default session (the trainer's)."""
+
+    def __init__(self, how: str) -> None:
+        self.how = how
+
+    def _setup_graph(self):
+        self.gs = common.get_global_step_var()
+        self.op = self.gs.assign(40).op
+
+    def _before_train(self):
+        if self.how == "run":
+            self.trainer.sess.run(self.op)
+        else:
+            self.op.run()
+
+
+def test_a_global_step_made_by_the_model_starts_from_its_own_constant(reads):
+    class Model(TinyModel):
+        def build_graph(self, x, y):
+            tf1.get_variable("global_step", initializer=tf.constant(7, tf.int64), trainable=False,
+                             collections=[tf1.GraphKeys.GLOBAL_VARIABLES, tf1.GraphKeys.GLOBAL_STEP])
+            return super().build_graph(x, y)
+
+    class ReadAtEnd(Callback):
+        def _after_train(self):
+            self.value = self.trainer.sess.run(common.get_global_step_var())
+
+    rec, end = HookRecorder(), ReadAtEnd()
+    train_tiny([rec, end], model=Model(), max_epoch=1, steps_per_epoch=3)
+    assert reads == []
+    assert _steps(rec) == [8, 9, 10]
+    assert end.value == 10  # the variable agrees with the count
+
+
+def test_a_global_step_whose_initial_value_is_not_a_constant_is_read(reads):
+    class Model(TinyModel):
+        def build_graph(self, x, y):
+            start = tf1.placeholder_with_default(tf.constant(5, tf.int64), [])
+            tf1.get_variable("global_step", initializer=start, trainable=False,
+                             collections=[tf1.GraphKeys.GLOBAL_VARIABLES, tf1.GraphKeys.GLOBAL_STEP])
+            return super().build_graph(x, y)
+
+    rec = HookRecorder()
+    train_tiny([rec], model=Model(), max_epoch=1, steps_per_epoch=2)
+    assert reads == [1, 1]
+    assert _steps(rec) == [6, 7]
+
+
+def test_a_session_init_that_restores_makes_it_read(reads):
+    from trainbus.tfutils.sessinit import SessionInit
+
+    class Restore(SessionInit):
+        """Stands for a checkpoint restore: sets the variables it holds."""
+
+        def _setup_graph(self):
+            self.op = common.get_global_step_var().assign(12).op
+
+        def _run_init(self, sess):
+            sess.run(self.op)
+
+    rec = HookRecorder()
+    train_tiny([rec], max_epoch=1, steps_per_epoch=2, session_init=Restore())
+    assert len(reads) == 2
+    assert _steps(rec) == [13, 14]
+
+
+def test_a_strategy_that_acts_after_the_session_init_makes_it_read(reads):
+    class Strategy(SimpleTrainer):
+        def after_session_init(self):
+            pass  # a strategy's own seam: whatever it does, the trainer does not assume
+
+    rec = HookRecorder()
+    train_tiny([rec], max_epoch=1, steps_per_epoch=2, trainer=Strategy())
+    assert reads == [1, 1]
+    assert _steps(rec) == [1, 2]
+
+
+def test_another_session_creator_makes_it_read(reads):
+    from trainbus.train.config import TrainConfig
+    from trainbus.train.interface import launch_train_with_config
+    from trainbus.input_source import FeedInput
+    from trainbus.testing import tiny_dataflow
+
+    class Creator(tf1.train.SessionCreator):
+        def create_session(self):
+            sess = tf1.Session()
+            sess.run(tf1.global_variables_initializer())
+            sess.run(common.get_global_step_var().assign(3))
+            return sess
+
+    rec = HookRecorder()
+    launch_train_with_config(TrainConfig(model=TinyModel(), data=FeedInput(tiny_dataflow()), callbacks=[rec],
+                                         extra_callbacks=[], monitors=[], max_epoch=1, steps_per_epoch=2,
+                                         session_creator=Creator()),
+                             SimpleTrainer())
+    assert reads == [1, 1]
+    assert _steps(rec) == [4, 5]
+
+
+def test_the_counting_session_counts_every_kind_of_request():
+    with tf.Graph().as_default():
+        v = tf1.get_variable("v", [], initializer=tf1.zeros_initializer())
+        x = tf1.placeholder(tf.float32, [])
+        add = v.assign_add(x)
+        sess = NewSessionCreator().create_session()
+        assert type(sess) is CountingSession
+        assert sess.runs_after_init == sess.runs >= 1
+        runs = sess.runs
+        sess.run(v)
+        assert sess.runs > runs
+        runs = sess.runs
+        f = sess.make_callable(add, feed_list=[x])
+        f(1.0)
+        assert sess.runs > runs
+        runs = sess.runs
+        g = sess.make_callable(v.read_value())
+        assert sess.runs > runs  # counted when made: its later calls are not
+        h = sess.partial_run_setup([add], [x])
+        assert sess.partial_run(h, add, feed_dict={x: 2.0}) == 3.0
+        assert g() == 3.0
+        sess.close()
