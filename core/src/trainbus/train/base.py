@@ -408,7 +408,6 @@ class Trainer(ResumableTrainer):
         ``NewSessionCreator`` (its initializer assigned every global variable), restored nothing
         (``JustCurrentSession``), its strategy changed nothing after (``after_session_init`` is
         the trainer's own), and the global step's initial value is a constant. Else None."""
-        from trainbus.tfutils.common import get_global_step_var
         from trainbus.tfutils.sesscreate import CountingSession, NewSessionCreator
         from trainbus.tfutils.sessinit import JustCurrentSession
 
@@ -418,10 +417,11 @@ class Trainer(ResumableTrainer):
                 and type(session_init) is JustCurrentSession
                 and type(self).after_session_init is Trainer.after_session_init):
             return None
-        tf1 = _tf.tf1()
-        gs = get_global_step_var()
-        if not any(v is gs for v in tf1.global_variables()):
+        keys = _tf.tf1().GraphKeys
+        found = self.graph.get_collection(keys.GLOBAL_STEP)  # looked up, never made here
+        if len(found) != 1 or not any(v is found[0] for v in self.graph.get_collection(keys.GLOBAL_VARIABLES)):
             return None
+        gs = found[0]
         value = _tf.tf().get_static_value(gs.initial_value)
         if value is None or getattr(value, "shape", None) != ():
             return None
