@@ -3,9 +3,9 @@
 Right after a local ``NewSessionCreator`` initialized the variables and nothing was restored,
 the global step is its initializer's constant: the trainer takes it from the graph instead of
 reading it (each read of a new fetch makes TensorFlow prepare a run, milliseconds before the
-first step). Anything that may run ops in between (a callback's ``sess.run``, ``op.run()``, a callable it
-makes, a restore, another session creator, a strategy's ``after_session_init``) makes it read
-the variable, so that every path starts from the value the variable has.
+first step). Anything that may run ops in between (a callback's ``sess.run``, ``op.run()``, a
+callable it makes, a restore, another session creator, a strategy's ``after_session_init``)
+makes it read the variable, so that every path starts from the value the variable has.
 """
 
 from __future__ import annotations
@@ -50,41 +50,31 @@ def test_a_fresh_training_starts_at_zero_without_reading_the_variable(reads):
     assert trainer.global_step == 6
 
 
-@pytest.mark.parametrize("how", ["run", "op.run", "callable"])
-def test_a_callback_that_sets_the_global_step_in_before_train_is_seen(how, reads):
-    if how == "callable":
-        class SetStep(Callback):
-            def _setup_graph(self):
-                self.op = common.get_global_step_var().assign(40).op
-
-            def _before_train(self):
-                self.trainer.sess.make_callable(self.op)()
-
-        setter = SetStep()
-    else:
-        setter = _SetterWithOp(how)
-    rec = HookRecorder()
-    train_tiny([setter, rec], max_epoch=1, steps_per_epoch=3)
-    assert reads == [1]  # after before_train: something ran, so the variable is read
-    assert _steps(rec) == [41, 42, 43]
-
-
-class _SetterWithOp(Callback):
-    """Sets the global step to 40 in ``before_train`` with ``sess.run``, or ``op.run()`` in the
-    default session (the trainer's)."""
+class _SetStep(Callback):
+    """Sets the global step to 40 in ``before_train``: with ``sess.run``, with ``op.run()`` in
+    the default session (the trainer's), or with a callable it makes of the session."""
 
     def __init__(self, how: str) -> None:
         self.how = how
 
     def _setup_graph(self):
-        self.gs = common.get_global_step_var()
-        self.op = self.gs.assign(40).op
+        self.op = common.get_global_step_var().assign(40).op
 
     def _before_train(self):
         if self.how == "run":
             self.trainer.sess.run(self.op)
-        else:
+        elif self.how == "op.run":
             self.op.run()
+        else:
+            self.trainer.sess.make_callable(self.op)()
+
+
+@pytest.mark.parametrize("how", ["run", "op.run", "callable"])
+def test_a_callback_that_sets_the_global_step_in_before_train_is_seen(how, reads):
+    rec = HookRecorder()
+    train_tiny([_SetStep(how), rec], max_epoch=1, steps_per_epoch=3)
+    assert reads == [1]  # after before_train: something ran, so the variable is read
+    assert _steps(rec) == [41, 42, 43]
 
 
 def test_a_global_step_made_by_the_model_starts_from_its_own_constant(reads):
