@@ -73,15 +73,26 @@ def verify(logdir: str) -> dict:
     res: dict = {"logdir": logdir, "errors": []}
     if not os.path.isdir(logdir):
         return res
-    if os.path.exists(os.path.join(logdir, "checkpoint")):
+    latest, listed = None, os.path.exists(os.path.join(logdir, "checkpoint"))
+    if listed:
         latest = tf.train.latest_checkpoint(logdir)
+    else:
+        # killed after the first checkpoint's files were written and before the checkpoint list
+        # was: the resumed run finds that checkpoint by its file names (AutoResumeTrainConfig)
+        # and restores it. Its callback states were never committed: it has no side file
+        indexes = glob.glob(os.path.join(logdir, "model-*.index"))
+        if indexes:
+            latest = max(indexes, key=lambda f: int(f[:-len(".index")].rsplit("-", 1)[1]))[:-len(".index")]
+            res["ckpt_unlisted"] = True
+    if latest is not None:
         try:
             reader = tf.train.load_checkpoint(latest)
             res["ckpt_step"] = int(reader.get_tensor("global_step"))
             for name in ("W", "b"):
                 reader.get_tensor(name)
-            with open(latest + ".trainbus.json") as f:
-                json.load(f)
+            if listed:
+                with open(latest + ".trainbus.json") as f:
+                    json.load(f)
         except Exception as e:  # noqa: BLE001
             res["errors"].append(f"checkpoint {latest}: {type(e).__name__}: {e}")
     if os.path.exists(os.path.join(logdir, "stats.json")):

@@ -35,7 +35,8 @@ def test_sigkill_at_random_moments_leaves_readable_files(tmp_path):
     # after the final resumed run, stats.json holds every epoch once, up to max_epoch. It
     # starts at epoch 1, unless the lineage's first run was killed after its first checkpoint
     # and before its first stats.json write: that epoch's record never existed, and the run
-    # resumes from the checkpoint (epoch 2 on)
+    # resumes from the checkpoint (epoch 2 on). That checkpoint may not be in a checkpoint list
+    # yet (killed before the list was written): the resumed run finds it by its file names
     for li, f in enumerate(report["finals"]):
         mine = [c for c in checks if c["logdir"].endswith(f"lineage{li}")]
         lost_first = any("ckpt_step" in c and "stats_epochs" not in c for c in mine)
