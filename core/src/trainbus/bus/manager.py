@@ -124,19 +124,10 @@ class TrainbusPluginManager(pluggy.PluginManager):
             opts = registering[1].get(name)
             return None if opts is None else dict(opts)
         if is_member(plugin):
-            used = self._hooks_to_register(plugin)
-            if name.startswith(_ADAPTER_PREFIX):
-                # an adapter the bus installed in place of the member's hook method
-                hook = name[len(_ADAPTER_PREFIX):]
-                if hook not in used or name not in vars(plugin):
-                    return None
-                self._check_order_opts(plugin, hook)
-                return dict(_DEFAULT_OPTS, specname=hook)
-            # filter by name first: pluggy getattr()s every attribute, and properties such as
-            # Callback.epoch_num need a trainer that is not attached yet
-            if name not in used or _ADAPTER_PREFIX + name in vars(plugin):
-                return None
-            return self._check_order_opts(plugin, name)
+            # asked outside a registration: the same answer, worked out for this one question
+            # (by the hooks' names only: properties such as Callback.epoch_num are never read)
+            opts = self._member_impl_opts(plugin).get(name)
+            return None if opts is None else dict(opts)
         if type(plugin) is _Guarded and name not in plugin.__dict__:
             return None  # its hooks are instance attributes; the class has none
         return super().parse_hookimpl_opts(plugin, name)
