@@ -47,10 +47,38 @@ def pytest_configure(config):
 def matplotlib_importable(monkeypatch):
     """matplotlib on ``sys.path`` (and on ``PYTHONPATH`` for the processes the test starts), for
     the tests of ``trainbus show --plot`` and ``utils.viz.intensity_to_rgb``. Returns the folder."""
-    where = opt_packages("plot")
-    monkeypatch.syspath_prepend(where)
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (where, os.environ.get("PYTHONPATH")) if p))
+    where = _opt_on_path(monkeypatch, "plot")[0]
     import matplotlib  # noqa: F401 - fails here, naming the folder, if the install is broken
+
+    return where
+
+
+def _opt_on_path(monkeypatch, *names: str) -> list[str]:
+    """Put the folders of ``<venv>/opt/<name>`` on ``sys.path`` and on ``PYTHONPATH`` (for the
+    processes the test starts). They are outside site-packages because Keras imports what they
+    hold during every ``import tensorflow`` when it is importable."""
+    folders = [opt_packages(name) for name in names]
+    for where in reversed(folders):
+        monkeypatch.syspath_prepend(where)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([*folders, *filter(None, [os.environ.get("PYTHONPATH")])]))
+    return folders
+
+
+@pytest.fixture
+def opencv_importable(monkeypatch):
+    """OpenCV (trainbus-dataflow's extra ``[image]``) for a test of imgaug, the image dataflows or
+    the image datasets. Returns its folder."""
+    where = _opt_on_path(monkeypatch, "image")[0]
+    import cv2  # noqa: F401 - fails here, naming the folder, if the install is broken
+
+    return where
+
+
+@pytest.fixture
+def scipy_importable(monkeypatch):
+    """scipy (trainbus-dataflow's extra ``[mat]``) for a test of the .mat readers. Returns its folder."""
+    where = _opt_on_path(monkeypatch, "mat")[0]
+    import scipy.io  # noqa: F401
 
     return where
 

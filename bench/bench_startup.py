@@ -25,6 +25,9 @@ time is split by phase (its import, TrainConfig + graph, callbacks setup, sessio
 and initialization, the first step) by timing ``Trainer.setup_callbacks`` and
 ``Trainer.initialize`` from the outside; the bare loop's phases are beside them.
 
+It also says which of scikit-learn, matplotlib, scipy and OpenCV each environment can import:
+Keras imports each of them during every ``import tensorflow`` when it is importable.
+
 Also measured, each in fresh interpreters: ``from trainbus import *`` after TensorFlow is
 imported (and ``from tensorpack import *``), ``import trainbus`` alone (and whether it imported
 TensorFlow), and the ``trainbus plugins`` command.
@@ -262,6 +265,20 @@ def importable(python: str, module: str, env: dict) -> str | None:
     return f"`import {module}` fails there: {last[-1] if last else f'exit status {res.returncode}'}"
 
 
+#: packages Keras imports during every `import tensorflow` when they are importable (issue "Startup":
+#: none of them in the environments the README sets up)
+HEAVY = ("sklearn", "matplotlib", "scipy", "cv2")
+
+
+def heavy_importable(python: str, env: dict) -> str:
+    """Which of :data:`HEAVY` the interpreter ``python`` can import (without importing them)."""
+    code = ("import importlib.util; print(' '.join(m for m in %r if importlib.util.find_spec(m) is not None))"
+            % (HEAVY,))
+    res = subprocess.run([python, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    found = res.stdout.strip() if res.returncode == 0 else f"(cannot tell: {res.stderr.strip()[-200:]})"
+    return found or "none"
+
+
 def med(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
 
@@ -317,10 +334,13 @@ def main() -> None:
         if rnd:
             plugins_cmd.append(time.perf_counter() - t)
         print(f"round {rnd}/{args.rounds} done" + (" (warm-up, not counted)" if not rnd else ""), file=sys.stderr)
-    report(args, kinds, runs, star, imports, plugins_cmd, note, tp_note)
+    heavy = {"trainbus": heavy_importable(sys.executable, env)}
+    if "tensorpack" in runs:
+        heavy["tensorpack"] = heavy_importable(args.tensorpack_python, env)
+    report(args, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy)
 
 
-def report(args, kinds, runs, star, imports, plugins_cmd, note, tp_note) -> None:
+def report(args, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy) -> None:
     # every mark is (wall-clock time, CPU seconds of the process): c=0 wall, c=1 CPU
     def total(name: str, c: int) -> float:  # from process start (wall: from the spawn)
         return med([r["first"][0] - s if c == 0 else r["first"][1] for s, r, _ in runs[name]])
@@ -398,6 +418,8 @@ def report(args, kinds, runs, star, imports, plugins_cmd, note, tp_note) -> None
     print(f"import trainbus: {timed(imports)} (target <= 0.05), TensorFlow "
           f"{'IMPORTED' if tf_imported else 'not imported'}")
     print(f"trainbus plugins: {med(plugins_cmd):.3f} s wall, interpreter start-up included (target < 0.5)")
+    print(f"importable of what Keras imports during `import tensorflow` ({', '.join(HEAVY)}): "
+          + "; ".join(f"{k}'s environment: {v}" for k, v in heavy.items()) + " (target: none in trainbus's)")
 
 if __name__ == "__main__":
     main()

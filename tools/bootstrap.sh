@@ -48,22 +48,29 @@ fi
 "$VPY" -m pip uninstall -q -y trainbus-trainers-single 2>/dev/null || true
 echo "== installing trainbus (core) and the plugins under plugins/ (editable)"
 pipq --no-build-isolation -e core "${plugins[@]}"
-# Keras imports scikit-learn and matplotlib.pyplot during every `import tensorflow` when they are
-# importable (~0.6 s each, per process): neither is in the venv's site-packages (an older .venv
-# loses them here). The tests that need them put their folder under .venv/opt/ on their path.
-"$VPY" -m pip uninstall -q -y scikit-learn matplotlib 2>/dev/null || true
+# Keras imports scikit-learn, matplotlib.pyplot, scipy and OpenCV during every `import tensorflow`
+# when they are importable (~0.6 s, ~0.6 s, ~0.25 s, ~0.12 s per process): none is in the venv's
+# site-packages (an older .venv loses them here; OpenCV and scipy are trainbus-dataflow's extras
+# [image] and [mat]). The tests that need them put their folder under .venv/opt/ on their path.
+"$VPY" -m pip uninstall -q -y scikit-learn matplotlib scipy opencv-python-headless 2>/dev/null || true
 # opt NAME IMPORT REQUIREMENT...: install into $VENV/opt/NAME with --no-deps (the requirements
-# listed are all it needs beside what the venv has: numpy, scipy, pillow, packaging), check it imports
+# listed are all it needs beside what the venv has, numpy, pillow, packaging, and the folders named
+# in $OPT_WITH), check it imports
 opt() {
   local name=$1 check=$2; shift 2
-  if ! PYTHONPATH="$VENV/opt/$name" "$VPY" -c "import $check" 2>/dev/null; then
+  local path="$VENV/opt/$name${OPT_WITH:+:$OPT_WITH}"
+  if ! PYTHONPATH="$path" "$VPY" -c "import $check" 2>/dev/null; then
     pipq --no-deps --upgrade --target "$VENV/opt/$name" "$@"
-    PYTHONPATH="$VENV/opt/$name" "$VPY" -c "import $check"
+    PYTHONPATH="$path" "$VPY" -c "import $check"
   fi
 }
 if [ "$JOB" != "example" ]; then
-  # SVMLightData's reader (plugins/dataflow/tests: fixture sklearn_importable)
-  opt sklearn sklearn.datasets "scikit-learn>=1.3" "joblib>=1.4" "threadpoolctl>=3.5" "narwhals>=2.0.1"
+  # trainbus-dataflow's extras, for the tests of imgaug, the image dataflows and datasets
+  # (fixture opencv_importable) and of the .mat readers (fixture scipy_importable)
+  opt image cv2 "opencv-python-headless>=4.8"
+  opt mat scipy.io "scipy>=1.10"
+  # SVMLightData's reader (plugins/dataflow/tests: fixture sklearn_importable), on top of scipy
+  OPT_WITH="$VENV/opt/mat" opt sklearn sklearn.datasets "scikit-learn>=1.3" "joblib>=1.4" "threadpoolctl>=3.5" "narwhals>=2.0.1"
   # `trainbus show --plot` and utils.viz.intensity_to_rgb (fixture matplotlib_importable)
   opt plot matplotlib.pyplot "matplotlib>=3.7" "contourpy>=1.0.1" "cycler>=0.10" "fonttools>=4.22" \
     "kiwisolver>=1.3.1" "pyparsing>=3" "python-dateutil>=2.7" "six>=1.5"

@@ -38,7 +38,7 @@ def build() -> str:
             if req.startswith("trainbus["):
                 out += members(req[len("trainbus["):-1])
             elif req.startswith("trainbus-"):
-                out.append(req)
+                out.append(req.split("[")[0])  # trainbus-dataflow[image,mat]: the distribution
         return out
 
     for extra in extras:

@@ -390,3 +390,47 @@ def test_bad_arguments_are_one_line_and_status_2(tmp_path, capsys, argv, message
     assert err.count("\n") == 1 and err.startswith("trainbus port: ") and message.format(tmp=tmp_path) in err
     with pytest.raises(PortArgumentError):
         port_tree(tmp_path / "missing", tmp_path / "o")
+
+
+def test_dataflow_extras_the_tree_needs_are_in_the_packages_to_install(tmp_path):
+    """OpenCV and scipy are extras of trainbus-dataflow: a tree using imgaug, the image dataflows
+    or a .mat dataset is told which to install, with the name and line that first needs each."""
+    src = _tree(tmp_path / "src", {
+        "data.py": """\
+            from tensorpack.dataflow import dataset, imgaug
+            from tensorpack import AugmentImageComponent
+
+
+            def get_data():
+                ds = dataset.SVHNDigit("train")
+                return AugmentImageComponent(ds, [imgaug.Resize((40, 40))])
+            """,
+        "plain.py": """\
+            from tensorpack.dataflow import DataFromList, dataset
+            import tensorflow as tf
+
+            ds = dataset.Cifar10("train")  # no extra: Cifar10 reads pickles with numpy
+            """,
+        "edges.py": """\
+            from tensorpack.dataflow.dataset import BSDS500
+            ds = BSDS500("train")
+            """,
+    })
+    report = port_tree(src, tmp_path / "dst")  # files in name order: data.py names each extra first
+    assert report.packages == {
+        "trainbus-dataflow[image]": "OpenCV, for image augmentation, image files and the image datasets "
+                                    "(first needed by `imgaug` at data.py:1)",
+        "trainbus-dataflow[mat]": "scipy, for the datasets stored as MATLAB .mat files (first needed by `SVHNDigit` "
+                                  "at data.py:6)",
+    }
+    text = (tmp_path / "dst" / REPORT_NAME).read_text()
+    assert "    pip install 'trainbus-dataflow[image]' 'trainbus-dataflow[mat]'\n" in text
+    edges = port_tree(_tree(tmp_path / "src2", {"edges.py": (src / "edges.py").read_text()}), tmp_path / "dst2")
+    assert edges.packages == {
+        "trainbus-dataflow[image]": "OpenCV, for image augmentation, image files and the image datasets "
+                                    "(first needed by `BSDS500` at edges.py:1)",
+        "trainbus-dataflow[mat]": "scipy, for the datasets stored as MATLAB .mat files (first needed by `BSDS500` "
+                                  "at edges.py:1)",
+    }
+    plain = port_tree(_tree(tmp_path / "src3", {"plain.py": (src / "plain.py").read_text()}), tmp_path / "dst3")
+    assert plain.packages == {}

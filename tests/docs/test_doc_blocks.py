@@ -35,6 +35,12 @@ FENCE = re.compile(r"^(?P<indent>\s*)```(?P<lang>[\w+-]*)\s*$")
 NOT_RUN = re.compile(r"^\s*<!--\s*not-run:(?P<reason>.*?)-->\s*$")
 RUN_FILE_TABLES = {"model", "data", "trainer", "callbacks", "monitors", "session_init", "train"}
 
+# Pages whose examples need an optional package the development environment keeps under
+# <venv>/opt (tools/bootstrap.sh): the page's process gets those folders on its path.
+PAGE_OPT_PACKAGES: dict[str, tuple[str, ...]] = {
+    "imgaug.md": ("image",),  # OpenCV: trainbus-dataflow[image]
+}
+
 # Blocks of pages this module's authors may not edit, known to fail, with the fix they need.
 # The xfail is strict: once the page is fixed, the test passes and this entry must go.
 KNOWN_BROKEN: dict[str, str] = {
@@ -156,8 +162,11 @@ def test_python_blocks_of_page_run(page: pathlib.Path, tmp_path: pathlib.Path) -
     TensorFlow's C++ log level is the zygote's (the pages' output is not checked for it)."""
     assert any(b.lang == "python" and b.not_run is None for b in blocks_of(page)) or all(
         b.not_run for b in blocks_of(page) if b.lang == "python")
+    from optdeps import opt_packages  # tests/_support
+
+    extra = [opt_packages(name) for name in PAGE_OPT_PACKAGES.get(page.name, ())]
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
-           "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), *extra, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
     import zygote  # tests/_support (not on the path of the page's own process)
 
     # forked from the worker's zygote: a process of its own without TensorFlow's import (zygote.py)

@@ -10,6 +10,7 @@ import pathlib
 import tomllib
 
 import pytest
+from optdeps import opt_packages  # tests/_support
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -27,7 +28,7 @@ def _bundles() -> dict[str, set[str]]:
             if req.startswith("trainbus["):
                 out |= members(req[len("trainbus["):-1])
             elif req.startswith("trainbus-"):
-                out.add(req)
+                out.add(req.split("[")[0])  # a plugin with extras: trainbus-dataflow[image,mat]
         return out
 
     return {b: members(b) for b in ("standard", "distributed", "all")}
@@ -63,6 +64,26 @@ for group, name in json.loads(sys.argv[1]):
         out[group + "." + name] = "missing: " + str(e)
     except Exception as e:
         out[group + "." + name] = "error: %s: %s" % (type(e).__name__, e)
+print(json.dumps(out))
+"""
+
+
+# what trainbus-dataflow's extras change, probed in the bundle's environment
+_EXTRAS_PROBE = """
+import importlib.util, json
+import numpy as np
+out = {m: importlib.util.find_spec(m) is not None for m in ("cv2", "scipy")}
+ns = {}
+exec("from trainbus import *", ns)
+out["star"] = "imgaug" in ns and "AugmentImageComponent" in ns
+from trainbus.dataflow import imgaug
+from trainbus.dataflow.dataset._mat import load_mat
+for key, call in (("resize", lambda: imgaug.Resize((4, 6)).augment(np.zeros((8, 8, 3), "uint8")).shape),
+                  ("mat", lambda: load_mat("SVHN", "train_32x32.mat"))):
+    try:
+        out[key] = list(call())
+    except Exception as e:
+        out[key] = "%s: %s" % ("ImportError" if isinstance(e, ImportError) else type(e).__name__, e)
 print(json.dumps(out))
 """
 
@@ -140,6 +161,15 @@ print(json.dumps([cbs, mons]))
     stats = json.loads((logdir / "stats.json").read_text())
     assert [s["epoch_num"] for s in stats] == [1, 2]
     assert list(logdir.glob("events.out.tfevents.*"))
+    # OpenCV and scipy are trainbus-dataflow's extras, not in [standard]: every name still imports,
+    # and what needs one of them says which extra to install
+    assert venv.py_json(_EXTRAS_PROBE) == {
+        "cv2": False, "scipy": False, "star": True,
+        "resize": "ImportError: trainbus.dataflow's image support (imgaug, ImageFromFile, the image datasets) "
+                  "needs OpenCV; OpenCV (the cv2 module) is not installed in this environment. Install it with: "
+                  "pip install 'trainbus-dataflow[image]' (or: pip install opencv-python-headless)",
+        "mat": "ImportError: SVHN reads MATLAB .mat files with scipy; scipy is not installed in this environment. "
+               "Install it with: pip install 'trainbus-dataflow[mat]' (or: pip install scipy)"}
 
 
 @pytest.mark.slow
@@ -148,8 +178,21 @@ def test_distributed_then_all_bundle_in_a_fresh_environment(fresh_venv) -> None:
     venv = fresh_venv("distributed", zygote=True)
     venv.install("trainbus[distributed]")
     _check_bundle(venv, "distributed", bundles)
+    # [all] asks for trainbus-dataflow's extras; the wheelhouse has no third-party wheels, so the
+    # development environment's copies of OpenCV and scipy (kept apart, under <venv>/opt) are
+    # made visible first, as the heavy dependencies are, and satisfy them
+    (venv.site / "_trainbus_test_extras.pth").write_text(f"{opt_packages('image')}\n{opt_packages('mat')}\n")
     venv.install("trainbus[all]")
     _check_bundle(venv, "all", bundles)
+    requires = venv.py_json("import json, importlib.metadata as m\n"
+                            "print(json.dumps([m.requires('trainbus'), m.requires('trainbus-dataflow')]))")
+    assert 'trainbus-dataflow[image,mat]; extra == "all"' in requires[0]
+    assert {'opencv-python-headless>=4.8; extra == "image"', 'scipy>=1.10; extra == "mat"'} <= set(requires[1])
+    # OpenCV resizes, scipy reads (here: finds no file)
+    probe = venv.py_json(_EXTRAS_PROBE)
+    assert probe["cv2"] and probe["scipy"] and probe["star"]
+    assert probe["resize"] == [4, 6, 3]
+    assert probe["mat"].startswith("FileNotFoundError") or "train_32x32.mat" in probe["mat"], probe["mat"]
     # the opt-in backends stay out of [all] and say how to get them
     for dist in OPT_IN:
         assert dist not in venv.distributions()

@@ -23,4 +23,5 @@ def sklearn_importable(monkeypatch):
         return
     except ImportError:
         pass
+    monkeypatch.syspath_prepend(opt_packages("mat"))  # scikit-learn needs scipy, kept apart as well
     monkeypatch.syspath_prepend(opt_packages("sklearn"))

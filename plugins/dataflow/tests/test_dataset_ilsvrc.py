@@ -7,7 +7,6 @@ import os
 import socket
 import struct
 
-import cv2
 import numpy as np
 import pytest
 
@@ -15,6 +14,10 @@ from dataflow_fixtures import encode_varint as _varint
 from trainbus.dataflow.dataset import (ILSVRC12, DatasetFileCorruptError, DatasetFileNotFoundError, ILSVRC12Files,
                                        ILSVRCMeta)
 from trainbus_dataflow.dataset import ilsvrc as ilsvrc_mod
+from optdeps import import_opt  # tests/_support
+
+cv2 = import_opt("image", "cv2")  # trainbus-dataflow[image], kept outside site-packages
+pytestmark = pytest.mark.usefixtures("opencv_importable")
 
 SYNSETS = ["n01440764", "n01443537", "n01484850"]
 WORDS = ["n01440764 tench, Tinca tinca", "n01443537 goldfish, Carassius auratus",

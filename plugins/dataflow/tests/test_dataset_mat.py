@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import os
 
-import cv2
 import numpy as np
 import pytest
-import scipy.io
 
 from ports import free_ports
 from trainbus.dataflow.dataset import (BSDS500, Caltech101Silhouettes, DatasetFileCorruptError,
                                        DatasetFileNotFoundError, SVHNDigit)
+from optdeps import import_opt  # tests/_support
+
+cv2 = import_opt("image", "cv2")  # trainbus-dataflow[image], kept outside site-packages
+scipy = import_opt("mat", "scipy.io")  # trainbus-dataflow[mat]
+pytestmark = pytest.mark.usefixtures("opencv_importable", "scipy_importable")
 
 
 def write_svhn(path, n, seed):

@@ -6,12 +6,15 @@ from __future__ import annotations
 import importlib
 import os
 
-import cv2
 import numpy as np
 import pytest
 
 from trainbus.dataflow.dataset import (DatasetFileCorruptError, DatasetFileNotFoundError, Places365Standard,
                                        TinyImageNet)
+from optdeps import import_opt  # tests/_support
+
+cv2 = import_opt("image", "cv2")  # trainbus-dataflow[image], kept outside site-packages
+pytestmark = pytest.mark.usefixtures("opencv_importable")
 
 # ---------------------------------------------------------------- Places365-Standard ("easy" layout)
 

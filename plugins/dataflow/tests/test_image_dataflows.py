@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import cv2
 import numpy as np
 import pytest
 
 from trainbus.dataflow import (AugmentImageComponent, AugmentImageComponents, AugmentImageCoordinates, DataFromList,
                                ImageFromFile, imgaug)
+from optdeps import import_opt  # tests/_support
+
+cv2 = import_opt("image", "cv2")  # trainbus-dataflow[image], kept outside site-packages
+pytestmark = pytest.mark.usefixtures("opencv_importable")
 
 
 def _img(h=8, w=10, c=3, seed=0):

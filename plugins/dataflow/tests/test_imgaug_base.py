@@ -12,6 +12,9 @@ import trainbus.dataflow.imgaug as imgaug
 import trainbus_dataflow.imgaug.base as imgaug_base
 from trainbus.dataflow.imgaug import AugmentorList, Flip, ImageAugmentor, RandomCrop
 
+# the augmentors run OpenCV (trainbus-dataflow[image], kept outside site-packages)
+pytestmark = pytest.mark.usefixtures("opencv_importable")
+
 
 def _img(h=10, w=12, c=3, seed=0):
     return np.random.RandomState(seed).randint(0, 256, size=(h, w, c)).astype("uint8")

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import cv2
 import numpy as np
 import pytest
 
 import trainbus.dataflow.imgaug as imgaug
 from trainbus.dataflow.imgaug import (CenterCrop, CropTransform, Flip, FlipTransform, NoOpTransform, RandomCrop,
                                       Resize, ResizeTransform, TransformList)
+from optdeps import import_opt  # tests/_support
+
+cv2 = import_opt("image", "cv2")  # trainbus-dataflow[image], kept outside site-packages
+pytestmark = pytest.mark.usefixtures("opencv_importable")
 
 
 def _img(h=7, w=9, c=3, seed=0):

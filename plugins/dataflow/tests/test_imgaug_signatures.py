@@ -88,7 +88,7 @@ def test_constructor_arguments_match_tensorpack(name):
     assert _signature(cls) == TENSORPACK_SIGNATURES[name]
 
 
-def test_keyword_construction_with_tensorpack_names():
+def test_keyword_construction_with_tensorpack_names(opencv_importable):
     import cv2
 
     built = [

@@ -671,6 +671,40 @@ class _Porter:
                     self.res.imports_tf_or_trainbus = True
 
 
+_IMAGE = ("trainbus-dataflow[image]", "OpenCV, for image augmentation, image files and the image datasets")
+_MAT = ("trainbus-dataflow[mat]", "scipy, for the datasets stored as MATLAB .mat files")
+#: names whose use needs an extra of trainbus-dataflow -> the extras (OpenCV and scipy are not
+#: requirements: Keras imports them during every ``import tensorflow`` once they are installed)
+_DATAFLOW_EXTRAS: dict[str, tuple[tuple[str, str], ...]] = {
+    **dict.fromkeys(("imgaug", "ImageFromFile", "AugmentImageComponent", "AugmentImageComponents",
+                     "AugmentImageCoordinates", "ILSVRC12", "Places365Standard", "cv2"), (_IMAGE,)),
+    "SVHNDigit": (_MAT,), "Caltech101Silhouettes": (_MAT,), "BSDS500": (_IMAGE, _MAT),
+}
+
+
+def _dataflow_extras(res: FileResult) -> None:
+    """Add to ``res.packages`` the trainbus-dataflow extras the file uses, each with the name and
+    line (of the original file) that first needs it."""
+    first: dict[str, int] = {}
+    for node in ast.walk(ast.parse(res.original)):
+        if isinstance(node, ast.Name):
+            names = [node.id]
+        elif isinstance(node, ast.Attribute):
+            names = [node.attr]
+        elif isinstance(node, ast.Import):
+            names = [part for a in node.names for part in a.name.split(".")]
+        elif isinstance(node, ast.ImportFrom):
+            names = [*(node.module or "").split("."), *(a.name for a in node.names)]
+        else:
+            continue
+        for name in names:
+            if name in _DATAFLOW_EXTRAS:
+                first[name] = min(first.get(name, node.lineno), node.lineno)
+    for name, line in sorted(first.items(), key=lambda kv: (kv[1], kv[0])):
+        for extra, why in _DATAFLOW_EXTRAS[name]:
+            res.packages.setdefault(extra, f"{why} (first needed by `{name}` at {res.rel}:{line})")
+
+
 def port_source(rel: str, text: str) -> FileResult:
     """Port the text of one Python file (``rel`` names it in the report)."""
     p = _Porter(rel, text)
@@ -689,4 +723,5 @@ def port_source(rel: str, text: str) -> FileResult:
         p.compat(routes)
     p.keras()
     p.info()
+    _dataflow_extras(p.res)
     return p.res

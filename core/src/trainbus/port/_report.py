@@ -83,7 +83,7 @@ class PortReport:
         out += ["", f"Result: {status}.", ""]
         out += ["## Packages to install", ""]
         if self.packages:
-            reqs = " ".join(sorted(self.packages))
+            reqs = " ".join(f"'{p}'" if "[" in p else p for p in sorted(self.packages))  # quoted for the shell
             out.append(f"    pip install {reqs}")
             out.append("")
             out += [f"- `{p}`: {why}" for p, why in sorted(self.packages.items())]

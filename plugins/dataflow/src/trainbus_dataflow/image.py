@@ -8,7 +8,6 @@ import os
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-import cv2
 import numpy as np
 
 from trainbus.utils import logger
@@ -17,6 +16,7 @@ from .base import RNGDataFlow
 from .common import MapData, MapDataComponent
 from .imgaug import AugmentorList
 from .imgaug.base import check_dtype
+from ._opencv import cv2
 
 __all__ = ["ImageFromFile", "AugmentImageComponent", "AugmentImageCoordinates", "AugmentImageComponents"]
 

@@ -8,13 +8,23 @@ from trainbus_dataflow.dataset._files import corrupt_file_error
 
 __all__ = ["load_mat"]
 
+#: what installs scipy for this distribution
+MAT_INSTALL = "pip install 'trainbus-dataflow[mat]' (or: pip install scipy)"
+
 
 def load_mat(dataset: str, path: str, url: str | None = None, **kwargs: Any) -> dict:
     """``scipy.io.loadmat(path)``; a file scipy cannot read raises ``DatasetFileCorruptError``."""
     try:
         import scipy.io
-    except ImportError as e:  # pragma: no cover - scipy is a dependency of trainbus-dataflow
-        raise ImportError(f"{dataset} reads MATLAB .mat files with scipy: pip install scipy") from e
+    except ImportError as e:
+        # scipy is an extra of trainbus-dataflow: Keras imports it during every `import tensorflow`
+        # when it is importable (about 0.25 s per process), so only the .mat readers ask for it
+        if (getattr(e, "name", None) or "").split(".")[0] == "scipy":
+            reason = "scipy is not installed in this environment"
+        else:
+            reason = f"scipy is installed but does not import: {type(e).__name__}: {e}"
+        raise ImportError(f"{dataset} reads MATLAB .mat files with scipy; {reason}. Install it with: "
+                          f"{MAT_INSTALL}") from e
     try:
         return scipy.io.loadmat(path, **kwargs)
     except FileNotFoundError:

@@ -61,7 +61,7 @@ class BSDS500(RNGDataFlow):
         self._load(name)
 
     def _load(self, name: str) -> None:
-        import cv2
+        from .._opencv import cv2
 
         image_files = sorted(glob.glob(os.path.join(self.data_root, "images", name, "*.jpg")))
         if not image_files:

@@ -159,7 +159,7 @@ class ILSVRCMeta:
                                      CAFFE_ILSVRC12_URL[0])
         arr = np.ascontiguousarray(np.transpose(arr, [1, 2, 0]))
         if size is not None:
-            import cv2
+            from .._opencv import cv2
             arr = cv2.resize(arr, (int(size[1]), int(size[0])))
         return arr
 
@@ -265,7 +265,7 @@ class ILSVRC12(ILSVRC12Files):
         super().__init__(dir, name, meta_dir, shuffle, dir_structure)
 
     def __iter__(self) -> Iterator[list]:
-        import cv2
+        from .._opencv import cv2
 
         for fname, label in super().__iter__():
             im = cv2.imread(fname, cv2.IMREAD_COLOR)

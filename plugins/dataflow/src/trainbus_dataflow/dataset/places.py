@@ -24,7 +24,7 @@ def read_bgr_image(dataset: str, path: str, listed_in: str, url: str | None = No
         DatasetFileNotFoundError: ``path`` (listed in ``listed_in``) does not exist.
         DatasetFileCorruptError: OpenCV cannot decode it.
     """
-    import cv2
+    from .._opencv import cv2
 
     im = cv2.imread(path, cv2.IMREAD_COLOR)
     if im is None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-import cv2
 import numpy as np
 
 from .base import ImageAugmentor, ImagePlaceholder, _declare_non_mutating, hw_pair
 from .misc import ResizeShortestEdge
 from .transform import CropTransform, PhotometricTransform, ResizeTransform, TransformList
+from .._opencv import INTER_LINEAR, cv2
 
 __all__ = ["RandomCrop", "CenterCrop", "RandomCropRandomShape", "GoogleNetRandomCropAndResize", "RandomCutout"]
 
@@ -100,7 +100,7 @@ class GoogleNetRandomCropAndResize(ImageAugmentor):
     """
 
     def __init__(self, crop_area_fraction: tuple = (0.08, 1.), aspect_ratio_range: tuple = (0.75, 1.333),
-                 target_shape: int = 224, interp: int = cv2.INTER_LINEAR) -> None:
+                 target_shape: int = 224, interp: int = INTER_LINEAR) -> None:
         """
         Args:
             crop_area_fraction (tuple(float)): range of the crop's area as a fraction of the image's.

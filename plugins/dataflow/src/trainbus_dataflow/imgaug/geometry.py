@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import cv2
 import numpy as np
 
 from .base import ImageAugmentor, _declare_non_mutating
 from .transform import CropTransform, TransformList, WarpAffineTransform
+from .._opencv import BORDER_REPLICATE, INTER_LINEAR, cv2
 
 __all__ = ["Shift", "Rotation", "RotationAndCropValid", "Affine"]
 
@@ -23,7 +23,7 @@ def _check_step_deg(who: str, max_deg: float, step_deg: float | None) -> None:
 class Shift(ImageAugmentor):
     """Shift by a random whole number of pixels horizontally and vertically."""
 
-    def __init__(self, horiz_frac: float = 0, vert_frac: float = 0, border: int = cv2.BORDER_REPLICATE,
+    def __init__(self, horiz_frac: float = 0, vert_frac: float = 0, border: int = BORDER_REPLICATE,
                  border_value: Any = 0) -> None:
         """
         Args:
@@ -49,8 +49,8 @@ class Shift(ImageAugmentor):
 class Rotation(ImageAugmentor):
     """Rotate by a random angle around a random center."""
 
-    def __init__(self, max_deg: float, center_range: tuple = (0, 1), interp: int = cv2.INTER_LINEAR,
-                 border: int = cv2.BORDER_REPLICATE, step_deg: float | None = None, border_value: Any = 0) -> None:
+    def __init__(self, max_deg: float, center_range: tuple = (0, 1), interp: int = INTER_LINEAR,
+                 border: int = BORDER_REPLICATE, step_deg: float | None = None, border_value: Any = 0) -> None:
         """
         Args:
             max_deg (float): the largest absolute angle, in degrees.
@@ -80,7 +80,7 @@ class RotationAndCropValid(ImageAugmentor):
     """Rotate by a random angle around the center, then crop the largest rectangle with no border pixels.
     Output sizes vary."""
 
-    def __init__(self, max_deg: float, interp: int = cv2.INTER_LINEAR, step_deg: float | None = None) -> None:
+    def __init__(self, max_deg: float, interp: int = INTER_LINEAR, step_deg: float | None = None) -> None:
         """
         Args:
             max_deg, interp, step_deg: as in :class:`Rotation`.
@@ -132,7 +132,7 @@ class Affine(ImageAugmentor):
     """A random affine warp around the image center: scale, translation, rotation and shear."""
 
     def __init__(self, scale: tuple | None = None, translate_frac: tuple | None = None, rotate_max_deg: float = 0.0,
-                 shear: float = 0.0, interp: int = cv2.INTER_LINEAR, border: int = cv2.BORDER_REPLICATE,
+                 shear: float = 0.0, interp: int = INTER_LINEAR, border: int = BORDER_REPLICATE,
                  border_value: Any = 0) -> None:
         """
         Args:

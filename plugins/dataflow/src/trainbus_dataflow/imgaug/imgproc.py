@@ -9,10 +9,10 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable
 
-import cv2
 import numpy as np
 
 from .base import PhotometricAugmentor
+from .._opencv import cv2
 
 __all__ = ["Hue", "Brightness", "BrightnessScale", "Contrast", "MeanVarianceNormalize", "GaussianBlur", "Gamma",
            "Clip", "Saturation", "Lighting", "MinMaxNormalize"]

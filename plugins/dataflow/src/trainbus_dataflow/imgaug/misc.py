@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import cv2
 import numpy as np
 
 from trainbus.utils import logger
 
 from .base import ImageAugmentor, _declare_non_mutating, hw_pair
 from .transform import FlipTransform, NoOpTransform, ResizeTransform, TransposeTransform
+from .._opencv import INTER_LINEAR, cv2
 
 __all__ = ["Flip", "Resize", "RandomResize", "ResizeShortestEdge", "Transpose"]
 
@@ -42,7 +42,7 @@ class Flip(ImageAugmentor):
 class Resize(ImageAugmentor):
     """Resize to a fixed size."""
 
-    def __init__(self, shape: Any, interp: int = cv2.INTER_LINEAR) -> None:
+    def __init__(self, shape: Any, interp: int = INTER_LINEAR) -> None:
         """
         Args:
             shape: an (h, w) pair or an int (a square).
@@ -59,7 +59,7 @@ class Resize(ImageAugmentor):
 class ResizeShortestEdge(ImageAugmentor):
     """Resize so the shorter side becomes ``size``, keeping the aspect ratio."""
 
-    def __init__(self, size: int, interp: int = cv2.INTER_LINEAR) -> None:
+    def __init__(self, size: int, interp: int = INTER_LINEAR) -> None:
         """
         Args:
             size (int): the length of the shorter side after resizing.
@@ -83,7 +83,7 @@ class RandomResize(ImageAugmentor):
     """Resize width and height by random amounts (scale factors if the ranges are floats, pixels if ints)."""
 
     def __init__(self, xrange: tuple, yrange: tuple | None = None, minimum: tuple = (0, 0),
-                 aspect_ratio_thres: float = 0.15, interp: int = cv2.INTER_LINEAR) -> None:
+                 aspect_ratio_thres: float = 0.15, interp: int = INTER_LINEAR) -> None:
         """
         Args:
             xrange (tuple): (min, max) of the new width: scale factors when either is a float (e.g. (0.9, 1.2)),

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import cv2
 import numpy as np
 
 from .base import PhotometricAugmentor
+from .._opencv import cv2
 
 __all__ = ["JpegNoise", "GaussianNoise", "SaltPepperNoise"]
 

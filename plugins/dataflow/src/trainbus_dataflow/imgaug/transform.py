@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import cv2
 import numpy as np
 
 from .base import _declare_non_mutating, _list_repr, _ReprFromArgs
+from .._opencv import BORDER_CONSTANT, INTER_LINEAR, cv2
 
 __all__ = ["Transform", "ResizeTransform", "CropTransform", "FlipTransform", "TransformList", "TransformFactory",
            "WarpAffineTransform", "TransposeTransform", "PhotometricTransform", "NoOpTransform", "LazyTransform"]
@@ -99,8 +99,8 @@ class CropTransform(Transform):
 class WarpAffineTransform(Transform):
     """``cv2.warpAffine`` with a 2x3 matrix ``mat`` to an output of size ``dsize`` = (w, h)."""
 
-    def __init__(self, mat: np.ndarray, dsize: tuple, interp: int = cv2.INTER_LINEAR,
-                 borderMode: int = cv2.BORDER_CONSTANT, borderValue: Any = 0) -> None:
+    def __init__(self, mat: np.ndarray, dsize: tuple, interp: int = INTER_LINEAR,
+                 borderMode: int = BORDER_CONSTANT, borderValue: Any = 0) -> None:
         self.mat, self.dsize, self.interp = mat, dsize, interp
         self.borderMode, self.borderValue = borderMode, borderValue
 
