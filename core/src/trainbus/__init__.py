@@ -14,6 +14,7 @@ import importlib
 from trainbus.bus import modpaths as _modpaths, registry as _registry
 from trainbus.exceptions import PluginAPIVersionError, PluginConflictError, PluginLoadError, StopTraining
 from trainbus.bus.registry import PLUGIN_API_VERSION
+from trainbus._gcfreeze import freeze_tensorflow_objects as _freeze_tensorflow_objects
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing: `import trainbus` stays light
 if TYPE_CHECKING:
@@ -68,6 +69,8 @@ _STAR_EXTRA = ("compat", "tfv1")
 _STAR_PLUGIN_MODULES = ("graph_builder",)
 
 _modpaths.install()
+# TensorFlow imported first (the usual script): its objects go to the collector's permanent generation
+_freeze_tensorflow_objects()
 
 
 #: (the entry-point scan they were computed from, ``__all__``, name -> the subpackage in

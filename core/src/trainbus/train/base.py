@@ -18,6 +18,7 @@ import weakref
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from trainbus import checkpoint as _ckpt
+from trainbus._gcfreeze import freeze_tensorflow_objects
 from trainbus.bus.dispatch import Bus, HookProfile, origin_of, profiling_requested
 from trainbus.bus.manager import TrainbusPluginManager
 from trainbus.callbacks.base import Callback, ensure_callback
@@ -186,6 +187,7 @@ class Trainer(ResumableTrainer):
     def __init__(self, *, autoload_plugins: bool = True, disable_plugins: Iterable[str] = ()) -> None:
         self.loop = TrainLoop()
         self.graph = _tf.tf1().get_default_graph()  # the graph _constructs_in_graph entered
+        freeze_tensorflow_objects()  # see trainbus._gcfreeze
         self._callbacks: list[Callback] = []
         self._callbacks_setup = False
         self._training_started = False

@@ -36,8 +36,11 @@ class TrainConfig:
                  session_config: Any = None, session_init: Any = None, starting_epoch: int = 1,
                  steps_per_epoch: int | None = None, max_epoch: int = 99999, *, seed: int | None = None,
                  **kwargs: Any) -> None:
+        from trainbus._gcfreeze import freeze_tensorflow_objects
         from trainbus.callbacks.base import ensure_callback
         from trainbus.callbacks.monitor import MonitorBase
+
+        freeze_tensorflow_objects()  # a training is being set up: see trainbus._gcfreeze
         from trainbus.dataflow import is_dataflow
         from trainbus.tfutils.sessinit import JustCurrentSession, SessionInit
 
