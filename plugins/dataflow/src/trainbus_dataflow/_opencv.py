@@ -3,13 +3,13 @@ time one of its functions is used.
 
 OpenCV is an extra of this distribution (``pip install 'trainbus-dataflow[image]'``), not a
 requirement: Keras imports ``cv2`` during every ``import tensorflow`` whenever it is importable,
-about 0.1 s per process, whether or not the program touches an image. So ``from trainbus import
+about 0.12 s per process, whether or not the program touches an image. So ``from trainbus import
 *``, ``import trainbus.dataflow.imgaug`` and building augmentors work without it, and the first
 call that needs OpenCV raises :class:`OpenCVMissingError` saying what to install.
 
 The flags augmentors take as default arguments (``interp=INTER_LINEAR``,
 ``border=BORDER_REPLICATE``) are OpenCV's own values, kept here so that defining those classes
-needs no OpenCV; ``tests`` check them against ``cv2``.
+needs no OpenCV; a test checks them against ``cv2``.
 """
 
 from __future__ import annotations
