@@ -11,9 +11,10 @@ trainbus therefore moves the objects that exist once TensorFlow is imported into
 permanent generation (``gc.freeze()``), once per process: they live as long as the process, and
 later full collections walk only what was made after. This happens when trainbus is imported
 after TensorFlow, else when the first ``TrainConfig`` or trainer is made. It does not happen
-when the collector is off (``gc.disable()``) or with ``TRAINBUS_GC_FREEZE=0``; a cycle of
-garbage that exists at that moment stays in memory (a full collection right after
-``import tensorflow`` finds none or a handful).
+when the collector is off (``gc.disable()``) or with ``TRAINBUS_GC_FREEZE=0``. An object alive
+at that moment that later becomes part of unreachable cycles (a graph built before trainbus was
+imported, then dropped) is never collected; a full collection right after ``import tensorflow``
+finds no garbage or a handful of objects.
 """
 
 from __future__ import annotations
