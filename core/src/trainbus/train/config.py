@@ -39,11 +39,10 @@ class TrainConfig:
         from trainbus._gcfreeze import freeze_tensorflow_objects
         from trainbus.callbacks.base import ensure_callback
         from trainbus.callbacks.monitor import MonitorBase
-
-        freeze_tensorflow_objects()  # a training is being set up: see trainbus._gcfreeze
         from trainbus.dataflow import is_dataflow
         from trainbus.tfutils.sessinit import JustCurrentSession, SessionInit
 
+        freeze_tensorflow_objects()  # a training is being set up: see trainbus._gcfreeze
         if kwargs:
             raise TypeError(f"TrainConfig got unknown arguments: {', '.join(sorted(kwargs))}")
         if dataflow is not None and data is not None:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._extras import missing_extra
+
 __all__ = ["cv2", "OpenCVMissingError", "INTER_NEAREST", "INTER_LINEAR", "INTER_CUBIC", "INTER_AREA",
            "INTER_LANCZOS4", "BORDER_CONSTANT", "BORDER_REPLICATE", "BORDER_REFLECT", "BORDER_WRAP",
            "BORDER_REFLECT_101"]
@@ -61,12 +63,9 @@ def load() -> Any:
     try:
         import cv2 as module
     except ImportError as e:
-        who = "trainbus.dataflow's image support (imgaug, ImageFromFile, the image datasets)"
-        if getattr(e, "name", None) == "cv2":
-            reason = "OpenCV (the cv2 module) is not installed in this environment"
-        else:  # installed, but a library it links against is missing, or the install is broken
-            reason = f"OpenCV (the cv2 module) is installed but does not import: {type(e).__name__}: {e}"
-        raise OpenCVMissingError(f"{who} needs OpenCV; {reason}. Install it with: {INSTALL}") from e
+        raise OpenCVMissingError(missing_extra(
+            "trainbus.dataflow's image support (imgaug, ImageFromFile, the image datasets) needs OpenCV",
+            "OpenCV (the cv2 module)", "cv2", e, INSTALL)) from e
     return module
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainbus_dataflow._extras import missing_extra
 from trainbus_dataflow.dataset._files import corrupt_file_error
 
 __all__ = ["load_mat"]
@@ -19,12 +20,8 @@ def load_mat(dataset: str, path: str, url: str | None = None, **kwargs: Any) -> 
     except ImportError as e:
         # scipy is an extra of trainbus-dataflow: Keras imports it during every `import tensorflow`
         # when it is importable (about 0.25 s per process), so only the .mat readers ask for it
-        if (getattr(e, "name", None) or "").split(".")[0] == "scipy":
-            reason = "scipy is not installed in this environment"
-        else:
-            reason = f"scipy is installed but does not import: {type(e).__name__}: {e}"
-        raise ImportError(f"{dataset} reads MATLAB .mat files with scipy; {reason}. Install it with: "
-                          f"{MAT_INSTALL}") from e
+        raise ImportError(missing_extra(f"{dataset} reads MATLAB .mat files with scipy", "scipy", "scipy", e,
+                                        MAT_INSTALL)) from e
     try:
         return scipy.io.loadmat(path, **kwargs)
     except FileNotFoundError:
