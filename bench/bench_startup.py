@@ -12,8 +12,13 @@ round, so that machine load hits them alike; the table gives medians:
 * **bare loop, same logging**: the bare loop plus what ``add_moving_summary`` and the default
   monitors set up before the first step: the exponential moving average of the cost, its update
   grouped into the step, a scalar summary of it, ``merge_all`` and a
-  ``tf.compat.v1.summary.FileWriter`` in a temporary directory (nothing written to it). A
-  framework's overhead is given over both bare loops;
+  ``tf.compat.v1.summary.FileWriter`` in a temporary directory (nothing written to it);
+* **bare loop, same graph**: the same-logging loop plus what tensorpack's API itself asks of any
+  trainer of it, done by hand: a ``global_step`` variable incremented by the step, the session
+  made with tensorpack's default session configuration (``get_default_sess_config()``: one
+  intra-op thread, soft placement) and the local variables initialized too. What a framework
+  takes over this loop is its own machinery alone (imports, plugins, callbacks, hooks).
+  A framework's overhead is given over all three bare loops; the target is over the first two;
 * **tensorpack** (``--tensorpack-python PATH``, an interpreter where ``import tensorpack``
   works): tensorpack's own ``launch_train_with_config``, and both bare loops in that interpreter.
 
@@ -89,10 +94,13 @@ def _report(marks: dict) -> None:
     os._exit(0)  # the first step is where this measurement ends
 
 
-def child_bare(logging_too: bool = False) -> None:
+def child_bare(logging_too: bool = False, same_graph: bool = False) -> None:
     """The bare loop; with ``logging_too``, "same logging": also what ``add_moving_summary``
     and the default monitors set up before the first step (the moving average of the cost
-    updated with the step, its scalar summary, the merged summaries, an event file)."""
+    updated with the step, its scalar summary, the merged summaries, an event file); with
+    ``same_graph`` (which implies ``logging_too``), "same graph": also the ``global_step`` the
+    step increments and tensorpack's default session configuration."""
+    logging_too = logging_too or same_graph
     marks: dict = {}
     import tensorflow as tf
 
@@ -107,6 +115,9 @@ def child_bare(logging_too: bool = False) -> None:
         y = tf1.placeholder(tf.int32, [BATCH], name="y")
         cost = mlp_cost(tf, x, y)
         train_op = tf1.train.GradientDescentOptimizer(0.01).minimize(cost)
+        if same_graph:
+            step = tf1.train.get_or_create_global_step()
+            train_op = tf.group(train_op, step.assign_add(1, read_value=False))
         if logging_too:
             ema = tf1.train.ExponentialMovingAverage(0.95, zero_debias=True)
             train_op = tf.group(train_op, ema.apply([cost]))
@@ -119,8 +130,17 @@ def child_bare(logging_too: bool = False) -> None:
             writer = tf1.summary.FileWriter(tempfile.mkdtemp(prefix="bench-startup-bare-"),
                                             filename_suffix=f".{os.getpid()}")
             marks["writer"] = _now()
-        sess = tf1.Session()
-        sess.run(init)
+        if same_graph:
+            # tensorpack's get_default_sess_config(), written out
+            config = tf1.ConfigProto(allow_soft_placement=True, intra_op_parallelism_threads=1,
+                                     inter_op_parallelism_threads=0)
+            config.gpu_options.per_process_gpu_memory_fraction = 0.99
+            config.gpu_options.allow_growth = True
+            sess = tf1.Session(config=config)
+            sess.run([init, tf1.local_variables_initializer()])
+        else:
+            sess = tf1.Session()
+            sess.run(init)
         marks["session"] = _now()
         sess.run(train_op, feed_dict={x: dps[0][0], y: dps[0][1]})
         marks["first"] = _now()
@@ -221,7 +241,8 @@ def child_import() -> None:
 # ----------------------------------------------------------------------------- parent
 #: the kinds' names in the tables: the bare loop, the bare loop with the same logging, and both
 #: in tensorpack's interpreter
-LOGGING, TP_BARE, TP_LOGGING = "bare, same logging", "bare (tp python)", "bare, same logging (tp python)"
+LOGGING, GRAPH = "bare, same logging", "bare, same graph"
+TP_BARE, TP_LOGGING, TP_GRAPH = "bare (tp python)", "bare, same logging (tp python)", "bare, same graph (tp python)"
 
 
 def child_env() -> tuple[dict, str]:
@@ -292,6 +313,7 @@ def main() -> None:
     args = p.parse_args()
     if args.child:
         {"bare": child_bare, "bare-logging": lambda: child_bare(logging_too=True),
+         "bare-graph": lambda: child_bare(same_graph=True),
          "trainbus": lambda: child_framework("trainbus"),
          "tensorpack": lambda: child_framework("tensorpack"), "star-trainbus": lambda: child_star("trainbus"),
          "star-tensorpack": lambda: child_star("tensorpack"), "import": child_import}[args.child]()
@@ -299,13 +321,14 @@ def main() -> None:
 
     env, note = child_env()
     kinds = [("trainbus", sys.executable, "trainbus"), ("bare", sys.executable, "bare"),
-             (LOGGING, sys.executable, "bare-logging")]
+             (LOGGING, sys.executable, "bare-logging"), (GRAPH, sys.executable, "bare-graph")]
     tp_note = ""
     if args.tensorpack_python:
         tp_note = importable(args.tensorpack_python, "tensorpack", env)
         if tp_note is None:
             kinds += [("tensorpack", args.tensorpack_python, "tensorpack"),
-                      (TP_BARE, args.tensorpack_python, "bare"), (TP_LOGGING, args.tensorpack_python, "bare-logging")]
+                      (TP_BARE, args.tensorpack_python, "bare"), (TP_LOGGING, args.tensorpack_python, "bare-logging"),
+                      (TP_GRAPH, args.tensorpack_python, "bare-graph")]
     else:
         tp_note = "not measured: no --tensorpack-python given"
 
@@ -366,7 +389,8 @@ def report(args, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy) 
 
     # each framework against both bare loops of its own interpreter: the plain one (cost and
     # train_op only) and the one with the same logging (moving average, summaries, event file)
-    pairs = [("trainbus", "bare", LOGGING)] + ([("tensorpack", TP_BARE, TP_LOGGING)] if "tensorpack" in runs else [])
+    pairs = [("trainbus", "bare", LOGGING, GRAPH)] + ([("tensorpack", TP_BARE, TP_LOGGING, TP_GRAPH)]
+                                                     if "tensorpack" in runs else [])
     load = os.getloadavg()
     print(f"\nStartup on the defaults workload (MLP 784-256-256-10, default callbacks and monitors): median of "
           f"{args.rounds} interleaved rounds of fresh interpreters; load average {load[0]:.2f} {load[1]:.2f} "
@@ -374,7 +398,8 @@ def report(args, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy) 
           "in brackets: the CPU figure moves less with the machine's load")
     print('"bare": the graph by hand (cost, train_op), a Session, one step; "bare, same logging": that plus the '
           "moving average of the cost updated with the step, its scalar summary, merge_all and an event file "
-          "(FileWriter) created before the first step")
+          "(FileWriter) created before the first step; \"bare, same graph\": that plus the global_step the step "
+          "increments and tensorpack's default session configuration (what tensorpack's API asks of a trainer)")
     if note:
         print(note)
     w = max(len(k) for k, _, _ in kinds) + 2
@@ -388,13 +413,14 @@ def report(args, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy) 
             print(f"{fw} over {bare!r}: to the first step {total(fw, 0) - total(bare, 0):+.3f} s "
                   f"[CPU {total(fw, 1) - total(bare, 1):+.3f} s]; after import tensorflow "
                   f"{after_tf(fw, 0) - after_tf(bare, 0):+.3f} s "
-                  f"[CPU {after_tf(fw, 1) - after_tf(bare, 1):+.3f} s] (target <= 0.05); "
+                  f"[CPU {after_tf(fw, 1) - after_tf(bare, 1):+.3f} s]"
+                  f"{' (target <= 0.05)' if bare not in (GRAPH, TP_GRAPH) else ' (its own machinery)'}; "
                   f"peak RSS {rss(fw) - rss(bare):+.0f} MB")
             print(f"    the rounds' differences after import tensorflow: median {paired(fw, bare, 0)} s, "
                   f"CPU {paired(fw, bare, 1)} s")
     if "tensorpack" not in runs:
         print(f"tensorpack: {tp_note}")
-    phase_kinds = ["trainbus", "bare", LOGGING] + (["tensorpack"] if "tensorpack" in runs else [])
+    phase_kinds = ["trainbus", "bare", LOGGING, GRAPH] + (["tensorpack"] if "tensorpack" in runs else [])
     print(f"\n{'Phases, median s [CPU s]':<30}" + "".join(f"{k:>20}" for k in phase_kinds))
     # (label, the framework's marks, the bare loop's, the bare loop with logging's)
     rows = [("import the framework", ("tf", "import"), ("tf", "import"), ("tf", "import")),
@@ -406,7 +432,8 @@ def report(args, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy) 
         def cell(name: str, sp: tuple[str, str] | None) -> str:
             return "-" if sp is None else f"{span(name, *sp, 0):.3f} [{span(name, *sp, 1):.3f}]"
 
-        spans = {"trainbus": fw_span, "bare": bare_span, LOGGING: logging_span, "tensorpack": fw_span}
+        spans = {"trainbus": fw_span, "bare": bare_span, LOGGING: logging_span, GRAPH: logging_span,
+                 "tensorpack": fw_span}
         print(f"  {label:<28}" + "".join(f"{cell(k, spans[k]):>20}" for k in phase_kinds))
 
     def timed(lines: list[list[str]]) -> str:
