@@ -214,6 +214,53 @@ def test_a_graph_file_that_cannot_be_written_is_a_warning_only(logdir, tb_log, m
                for r in tb_log), [r.getMessage() for r in tb_log]
 
 
+def test_the_graph_file_is_written_beside_the_steps_not_before_the_first(logdir, monkeypatch):
+    """The graph file is written in its own thread once the first step is prepared: its write
+    waits here until the first step has run (written before the first step, as tensorpack
+    does, the wait would time out), and the file then holds the training's graph."""
+    import threading
+
+    import tensorflow as tf
+
+    first_step = threading.Event()
+    seen: dict = {}
+    real = saver_mod.atomic_write_bytes
+
+    def write(path, data, *args, **kwargs):
+        if str(path).endswith(".meta"):
+            seen["after the first step"] = first_step.wait(timeout=30)
+            seen["thread"] = threading.current_thread().name
+        return real(path, data, *args, **kwargs)
+
+    class FirstStep(C.Callback):
+        def _trigger_step(self):
+            first_step.set()
+
+    monkeypatch.setattr(saver_mod, "atomic_write_bytes", write)
+    train_tiny([FirstStep(), C.ModelSaver()], max_epoch=1, steps_per_epoch=2)
+    assert seen == {"after the first step": True, "thread": "ModelSaver-graph"}
+    (meta,) = logdir.glob("graph-*.meta")
+    with tf.Graph().as_default() as g:
+        restorer = tf.compat.v1.train.import_meta_graph(str(meta))
+        names = {op.name for op in g.get_operations()}
+        assert {"W", "b", "global_step", "EMA/cost"} <= {v.op.name for v in tf.compat.v1.global_variables()}
+        assert restorer.saver_def.restore_op_name in names
+
+
+def test_a_training_that_ends_before_its_first_step_still_writes_the_graph_file(logdir):
+    """No step was prepared (a later callback's before_train fails): the saver writes the graph
+    file as training ends, as it did from before_train."""
+
+    class Fails(C.Callback):
+        def _before_train(self):
+            raise RuntimeError("setup went wrong")
+
+    with pytest.raises(RuntimeError, match="setup went wrong"):
+        train_tiny([C.ModelSaver(), Fails()], max_epoch=1, steps_per_epoch=2)
+    assert len(list(logdir.glob("graph-*.meta"))) == 1
+    assert not list(logdir.glob("model-*"))
+
+
 def test_no_checkpoint_when_training_never_started(logdir):
     """An earlier callback's before_train fails: every after_train still runs, but the saver,
     whose own before_train never ran, writes nothing."""

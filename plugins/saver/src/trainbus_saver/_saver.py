@@ -14,6 +14,7 @@ import math
 import numbers
 import os
 import sys
+import threading
 import time
 from datetime import datetime
 from typing import Any, Sequence
@@ -69,7 +70,10 @@ class ModelSaver(Callback):
     Checkpoints are ``<checkpoint_dir>/model-<global_step>`` (TF V2 format, readable by
     ``tf.train.load_checkpoint``, ``tf.compat.v1.train.Saver().restore`` and
     ``trainbus.tfutils.sessinit.SaverRestore``), each with ``model-<step>.trainbus.json``
-    holding the callbacks' resumable state. ``graph-<time>.meta`` holds the graph.
+    holding the callbacks' resumable state. ``graph-<time>.meta`` holds the graph (its time is
+    when training starts); it is written in a thread from when the first step is prepared, so
+    that the first step does not wait for it, and is complete by the end of the first epoch and
+    of training. A graph file that cannot be written is an error in the log; training goes on.
 
     :param max_to_keep: keep at most this many recent checkpoints (0 or None: keep all), as in
         ``tf.train.Saver``.
@@ -111,6 +115,12 @@ class ModelSaver(Callback):
         self._last_saved_step: int | None = None
         self._start_step: int | None = None
         self._written: str | None = None  # the newest checkpoint saved in this run
+        # the graph file: its path, whether it is still to be written, the thread writing it, and
+        # what that thread failed with (reported in the training's thread)
+        self._graph_file: str | None = None
+        self._graph_pending = False
+        self._graph_thread: threading.Thread | None = None
+        self._graph_error: BaseException | None = None
 
     def resolved_dir(self) -> str:
         """The checkpoint directory (the log directory if none was given)."""
@@ -150,7 +160,14 @@ class ModelSaver(Callback):
         self._start_step = self.global_step
         self._next_keep_time = time.time() + self._keep_hours * 3600 if self._keep_hours else float("inf")
         self._recover_existing()
-        self._export_graph()
+        self._graph_file = os.path.join(self.checkpoint_dir,
+                                        "graph-{}.meta".format(datetime.now().strftime("%m%d-%H%M%S")))
+        self._graph_pending = True
+        on_ready = getattr(getattr(self.trainer, "loop", None), "on_first_step_ready", None)
+        if on_ready is None:  # a trainer without the loop's notice: written now
+            self._graph_written()
+        else:
+            on_ready(self._start_graph)
 
     def latest(self) -> str | None:
         """The newest checkpoint this saver wrote in this run (its list may not name it yet: the
@@ -162,13 +179,35 @@ class ModelSaver(Callback):
             return None
         return ckpt.latest_checkpoint(self.checkpoint_dir)[0]
 
-    def _export_graph(self) -> None:
-        fname = os.path.join(self.checkpoint_dir, "graph-{}.meta".format(datetime.now().strftime("%m%d-%H%M%S")))
+    def _write_graph(self) -> None:
         try:
-            meta = self.saver.export_meta_graph(collection_list=self.graph.get_all_collection_keys())
-            atomic_write_bytes(fname, meta.SerializeToString())
-        except Exception as e:  # noqa: BLE001 - the graph file is a convenience, checkpoints do not need it
-            ckpt.report_write_failure("ModelSaver", fname, e, "checkpoints do not need it; training goes on")
+            with self.graph.as_default():  # the default graph (and graph mode) are per thread
+                meta = self.saver.export_meta_graph(collection_list=self.graph.get_all_collection_keys())
+            atomic_write_bytes(self._graph_file, meta.SerializeToString())
+        except Exception as e:  # noqa: BLE001 - reported by _graph_written, in the training's thread
+            self._graph_error = e
+
+    def _start_graph(self) -> None:
+        """The first step is prepared (``trainer.loop.on_first_step_ready``): the graph file is
+        written beside the steps (the graph is finalized), not before the first one."""
+        if self._graph_pending:
+            self._graph_pending = False
+            self._graph_thread = threading.Thread(target=self._write_graph, daemon=True, name="ModelSaver-graph")
+            self._graph_thread.start()
+
+    def _graph_written(self) -> None:
+        """Wait for the graph file (write it now if no step was prepared); a failure is logged
+        once: the graph file is a convenience, checkpoints do not need it."""
+        if self._graph_pending:
+            self._graph_pending = False
+            self._write_graph()
+        thread, self._graph_thread = self._graph_thread, None
+        if thread is not None:
+            thread.join()
+        error, self._graph_error = self._graph_error, None
+        if error is not None:
+            ckpt.report_write_failure("ModelSaver", self._graph_file, error,
+                                      "checkpoints do not need it; training goes on")
 
     def _recover_existing(self) -> None:
         """Continue the bookkeeping of checkpoints an earlier run left in this directory (only
@@ -192,9 +231,11 @@ class ModelSaver(Callback):
                            "They are not rotated away; resume with AutoResumeTrainConfig to continue from them.")
 
     def _trigger(self) -> None:
+        self._graph_written()
         self._save()
 
     def _after_train(self) -> None:
+        self._graph_written()
         exc = sys.exc_info()[1]
         if exc is not None and not isinstance(exc, KeyboardInterrupt):
             logger.info(f"ModelSaver: training failed ({type(exc).__name__}); no final checkpoint is written.")
