@@ -235,7 +235,12 @@ class ModelSaver(Callback):
         self._save()
 
     def _after_train(self) -> None:
-        self._graph_written()
+        try:
+            self._final_save()
+        finally:  # after the final checkpoint: an interrupt while waiting for the graph file costs no checkpoint
+            self._graph_written()
+
+    def _final_save(self) -> None:
         exc = sys.exc_info()[1]
         if exc is not None and not isinstance(exc, KeyboardInterrupt):
             logger.info(f"ModelSaver: training failed ({type(exc).__name__}); no final checkpoint is written.")
