@@ -20,7 +20,7 @@ round, so that machine load hits them alike; the table gives medians:
   takes over this loop is its own machinery alone (imports, plugins, callbacks, hooks).
   A framework's overhead is given over all three bare loops; the target is over the first two;
 * **tensorpack** (``--tensorpack-python PATH``, an interpreter where ``import tensorpack``
-  works): tensorpack's own ``launch_train_with_config``, and both bare loops in that interpreter.
+  works): tensorpack's own ``launch_train_with_config``, and the three bare loops in that interpreter.
 
 Seconds to the first step are counted from just before the process is started (interpreter
 start-up and ``import tensorflow`` included, as a user waits for them); "after TF" counts from
@@ -239,8 +239,8 @@ def child_import() -> None:
 
 
 # ----------------------------------------------------------------------------- parent
-#: the kinds' names in the tables: the bare loop, the bare loop with the same logging, and both
-#: in tensorpack's interpreter
+#: the kinds' names in the tables: the bare loop with the same logging, the one with the same graph,
+#: and the three bare loops in tensorpack's interpreter
 LOGGING, GRAPH = "bare, same logging", "bare, same graph"
 TP_BARE, TP_LOGGING, TP_GRAPH = "bare (tp python)", "bare, same logging (tp python)", "bare, same graph (tp python)"
 
@@ -387,8 +387,9 @@ def report(args, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy) 
         q1, _, q3 = statistics.quantiles(diffs, n=4)
         return f"{med(diffs):+.3f} (quartiles {q1:+.3f} to {q3:+.3f})"
 
-    # each framework against both bare loops of its own interpreter: the plain one (cost and
-    # train_op only) and the one with the same logging (moving average, summaries, event file)
+    # each framework against the three bare loops of its own interpreter: the plain one (cost and
+    # train_op only), the one with the same logging (moving average, summaries, event file) and the
+    # one with the same graph (also global_step, tensorpack's session configuration)
     pairs = [("trainbus", "bare", LOGGING, GRAPH)] + ([("tensorpack", TP_BARE, TP_LOGGING, TP_GRAPH)]
                                                      if "tensorpack" in runs else [])
     load = os.getloadavg()
