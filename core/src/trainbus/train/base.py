@@ -39,6 +39,44 @@ log = logging.getLogger("trainbus.train")
 _FIRST_STEP_LOCK = threading.Lock()
 
 
+class BesideSteps:
+    """Work started when the first step is prepared, in its own thread (``TrainLoop.beside_steps``)."""
+
+    def __init__(self, loop: TrainLoop, fn: Callable[[], None], name: str) -> None:
+        self._fn, self._name = fn, name
+        self._pending = True
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        loop.on_first_step_ready(self._start)
+
+    def _start(self) -> None:
+        if self._pending:
+            self._pending = False
+            self._thread = threading.Thread(target=self._run, daemon=True, name=self._name)
+            self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._fn()
+        except BaseException as e:  # noqa: BLE001 - returned by wait(), in the training's thread
+            self._error = e
+
+    def wait(self) -> BaseException | None:
+        """Wait for the work (run it now if no step was prepared); what it raised, once, or None.
+        Run now, in the training's thread, an interrupt or exit request is not caught."""
+        if self._pending:
+            self._pending = False
+            try:
+                self._fn()
+            except Exception as e:  # noqa: BLE001 - returned to the caller, which reports it
+                self._error = e
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join()
+        error, self._error = self._error, None
+        return error
+
+
 class TrainLoop:
     """Counters of the running loop (``trainer.loop``): anyone reads them; the trainer advances
     them (``epochs()``, ``steps()``), and its hooked session counts each step
@@ -74,6 +112,15 @@ class TrainLoop:
             waiters, self._first_step_waiters = self._first_step_waiters, None
         for fn in waiters or ():
             fn()
+
+    def beside_steps(self, fn: Callable[[], None], name: str) -> BesideSteps:
+        """Run ``fn()`` in a thread named ``name``, started when the first step is prepared
+        (:meth:`on_first_step_ready`), so that it overlaps the steps instead of delaying the
+        first one: for writing files of the finalized graph (``TFEventWriter``'s graph,
+        ``ModelSaver``'s ``graph-*.meta``). The returned object's ``wait()`` waits for it, runs
+        ``fn()`` there and then if no step was prepared, and returns what it raised (or None),
+        for the caller to report in the training's thread."""
+        return BesideSteps(self, fn, name)
 
     @property
     def epoch_num(self) -> int:

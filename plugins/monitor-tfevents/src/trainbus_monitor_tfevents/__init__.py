@@ -52,10 +52,8 @@ class TFEventWriter(MonitorBase):
         self._flush_secs = flush_secs
         self._split_files = bool(split_files)
         self._writer: Any = None
-        self._graph_thread: Any = None
-        self._graph_error: BaseException | None = None
-        #: the graph is still to be written (from before_train until the first step is prepared)
-        self._graph_pending = False
+        #: the graph's write (``trainer.loop.beside_steps``), from before_train until waited for
+        self._graph: Any = None
 
     @property
     def _logdir(self) -> str | None:
@@ -97,36 +95,25 @@ class TFEventWriter(MonitorBase):
         with self.graph.as_default():
             self._writer = self._new_writer()
 
-    def _write_graph(self, writer: Any) -> None:
-        try:
-            writer.add_graph(self.graph)
-        except BaseException as e:  # noqa: BLE001 - reported by _graph_written, in the training's thread
-            self._graph_error = e
-
     def _graph_written(self) -> None:
         """Wait for the thread writing the graph (or write it now, when no step ran); a failure
         is a warning (training goes on)."""
-        if self._graph_pending:
-            self._graph_pending = False
-            self._write_graph(self._writer)
-        thread, self._graph_thread = self._graph_thread, None
-        if thread is not None:
-            thread.join()
-        error, self._graph_error = self._graph_error, None
+        work, self._graph = self._graph, None
+        error = work.wait() if work is not None else None
         if error is not None:
             logger.warning(f"TFEventWriter: writing the graph to {self._writer.get_logdir()} failed "
                            f"({type(error).__name__}: {error}); TensorBoard will show no graph for this run.")
 
     def _before_train(self) -> None:
         """The graph is finalized by now: it is written from when the first step is prepared
-        (``_start_graph``). A run that starts from a restored ``global_step`` (a resumed run)
+        (``trainer.loop.beside_steps``). A run that starts from a restored ``global_step`` (a resumed run)
         marks the restart in its event file: TensorBoard then drops the earlier files' events
         after that step (written by the interrupted run after its checkpoint), so each tag
         shows one curve without overlapping steps."""
         if self._writer is None:
             return
-        self._graph_pending = True
-        self.trainer.loop.on_first_step_ready(self._start_graph)
+        writer = self._writer
+        self._graph = self.trainer.loop.beside_steps(lambda: writer.add_graph(self.graph), name="TFEventWriter-graph")
         gs = self.trainer.global_step
         if gs <= 0:
             return
@@ -135,15 +122,6 @@ class TFEventWriter(MonitorBase):
         self._writer.add_session_log(SessionLog(status=SessionLog.START, msg=f"resumed after global_step {gs}"),
                                      global_step=gs + 1)
         self._writer.flush()
-
-    def _start_graph(self) -> None:
-        if self._graph_pending:
-            self._graph_pending = False
-            import threading
-
-            self._graph_thread = threading.Thread(target=self._write_graph, args=(self._writer,), daemon=True,
-                                                  name="TFEventWriter-graph")
-            self._graph_thread.start()
 
     def process_summary(self, summary: Any) -> None:
         self._writer.add_summary(summary, self.trainer.global_step)

@@ -14,7 +14,6 @@ import math
 import numbers
 import os
 import sys
-import threading
 import time
 from datetime import datetime
 from typing import Any, Sequence
@@ -115,12 +114,8 @@ class ModelSaver(Callback):
         self._last_saved_step: int | None = None
         self._start_step: int | None = None
         self._written: str | None = None  # the newest checkpoint saved in this run
-        # the graph file: its path, whether it is still to be written, the thread writing it, and
-        # what that thread failed with (reported in the training's thread)
         self._graph_file: str | None = None
-        self._graph_pending = False
-        self._graph_thread: threading.Thread | None = None
-        self._graph_error: BaseException | None = None
+        self._graph: Any = None  # the graph file's write (trainer.loop.beside_steps), until waited for
 
     def resolved_dir(self) -> str:
         """The checkpoint directory (the log directory if none was given)."""
@@ -162,12 +157,7 @@ class ModelSaver(Callback):
         self._recover_existing()
         self._graph_file = os.path.join(self.checkpoint_dir,
                                         "graph-{}.meta".format(datetime.now().strftime("%m%d-%H%M%S")))
-        self._graph_pending = True
-        on_ready = getattr(getattr(self.trainer, "loop", None), "on_first_step_ready", None)
-        if on_ready is None:  # a trainer without the loop's notice: written now
-            self._graph_written()
-        else:
-            on_ready(self._start_graph)
+        self._graph = self.trainer.loop.beside_steps(self._write_graph, name="ModelSaver-graph")
 
     def latest(self) -> str | None:
         """The newest checkpoint this saver wrote in this run (its list may not name it yet: the
@@ -180,31 +170,16 @@ class ModelSaver(Callback):
         return ckpt.latest_checkpoint(self.checkpoint_dir)[0]
 
     def _write_graph(self) -> None:
-        try:
-            with self.graph.as_default():  # the default graph (and graph mode) are per thread
-                meta = self.saver.export_meta_graph(collection_list=self.graph.get_all_collection_keys())
-            atomic_write_bytes(self._graph_file, meta.SerializeToString())
-        except Exception as e:  # noqa: BLE001 - reported by _graph_written, in the training's thread
-            self._graph_error = e
-
-    def _start_graph(self) -> None:
-        """The first step is prepared (``trainer.loop.on_first_step_ready``): the graph file is
-        written beside the steps (the graph is finalized), not before the first one."""
-        if self._graph_pending:
-            self._graph_pending = False
-            self._graph_thread = threading.Thread(target=self._write_graph, daemon=True, name="ModelSaver-graph")
-            self._graph_thread.start()
+        """Write the graph file (the graph is finalized)."""
+        with self.graph.as_default():  # the default graph (and graph mode) are per thread
+            meta = self.saver.export_meta_graph(collection_list=self.graph.get_all_collection_keys())
+        atomic_write_bytes(self._graph_file, meta.SerializeToString())
 
     def _graph_written(self) -> None:
-        """Wait for the graph file (write it now if no step was prepared); a failure is logged
-        once: the graph file is a convenience, checkpoints do not need it."""
-        if self._graph_pending:
-            self._graph_pending = False
-            self._write_graph()
-        thread, self._graph_thread = self._graph_thread, None
-        if thread is not None:
-            thread.join()
-        error, self._graph_error = self._graph_error, None
+        """Wait for the graph file (written now if no step was prepared); a failed write is one
+        error line: the graph file is a convenience, checkpoints do not need it."""
+        work, self._graph = self._graph, None
+        error = work.wait() if work is not None else None
         if error is not None:
             ckpt.report_write_failure("ModelSaver", self._graph_file, error,
                                       "checkpoints do not need it; training goes on")
