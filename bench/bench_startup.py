@@ -42,7 +42,13 @@ TensorFlow), and the ``trainbus plugins`` command.
 
 Each overhead is given twice: the difference of the two kinds' medians, and the median (with
 quartiles) of the rounds' own differences; a round runs the kinds back to back, so the second
-figure moves less when the machine's load changes during the run.
+figure moves less when the machine's load changes during the run. The overhead's target is judged
+on the second, with its 90% bootstrap interval (the rounds resampled 2000 times, a fixed seed):
+**met** when the whole interval is at or below 0.05 s, **not met** when the whole interval is above,
+else **not decided by this run** (the rounds scatter more than the distance to the target: run more).
+``--json PATH`` writes every measurement of the run; ``--from-json A.json B.json ...`` prints the
+report again from such files, several runs pooled as one (their rounds together), without running
+anything: three runs of 15 rounds judge the target on 45 rounds (each run once: the same run twice is refused).
 
 Targets (issue "Startup"): overhead over the bare loop (in the same environment) to the first step <= 0.05 s; peak RSS
 over the bare loop <= tensorpack's; ``from trainbus import *`` after TensorFlow <= 0.15 s;
@@ -60,6 +66,7 @@ import argparse
 import json
 import logging
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -286,6 +293,32 @@ def importable(python: str, module: str, env: dict) -> str | None:
     return f"`import {module}` fails there: {last[-1] if last else f'exit status {res.returncode}'}"
 
 
+#: the target on trainbus's overhead over the first two bare loops, seconds (issue "Startup")
+TARGET_OVERHEAD = 0.05
+
+
+def median_interval(diffs: list[float], level: float = 0.90, resamples: int = 2000) -> tuple[float, float]:
+    """The ``level`` bootstrap interval of the median of ``diffs`` (percentiles of the medians of
+    ``resamples`` resamples with replacement; a fixed seed, so one set of rounds gives one answer)."""
+    rng = random.Random(0)
+    meds = sorted(statistics.median(rng.choices(diffs, k=len(diffs))) for _ in range(resamples))
+    tail = (1.0 - level) / 2
+    return meds[int(tail * resamples)], meds[min(resamples - 1, int((1.0 - tail) * resamples))]
+
+
+def verdict(diffs: list[float], target: float = TARGET_OVERHEAD) -> str:
+    """Whether the rounds' differences show the median overhead at or below ``target``."""
+    if len(diffs) < 5:
+        return f"not decided: {len(diffs)} rounds are too few for an interval (run at least 5)"
+    lo, hi = median_interval(diffs)
+    span = f"90% interval of the median {lo:+.3f} to {hi:+.3f} s"
+    if hi <= target:
+        return f"met ({span})"
+    if lo > target:
+        return f"NOT met ({span})"
+    return f"not decided by this run ({span}, around the target {target}; run more rounds)"
+
+
 #: packages Keras imports during every `import tensorflow` when they are importable (issue "Startup":
 #: none of them in the environments the README sets up)
 HEAVY = ("sklearn", "matplotlib", "scipy", "cv2")
@@ -309,6 +342,10 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=5, help="interleaved rounds (median of these)")
     p.add_argument("--tensorpack-python", default=None,
                    help="an interpreter where tensorpack imports (its own environment)")
+    p.add_argument("--json", default=None, metavar="PATH",
+                   help="also write every measurement of the run here (each child's marks and peak RSS)")
+    p.add_argument("--from-json", nargs="+", default=None, metavar="PATH",
+                   help="print the report from files written by --json (several: pooled), running nothing")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
@@ -319,6 +356,9 @@ def main() -> None:
          "star-tensorpack": lambda: child_star("tensorpack"), "import": child_import}[args.child]()
         return
 
+    if args.from_json:
+        report(*pooled(args.from_json))
+        return
     env, note = child_env()
     kinds = [("trainbus", sys.executable, "trainbus"), ("bare", sys.executable, "bare"),
              (LOGGING, sys.executable, "bare-logging"), (GRAPH, sys.executable, "bare-graph")]
@@ -360,10 +400,62 @@ def main() -> None:
     heavy = {"trainbus": heavy_importable(sys.executable, env)}
     if "tensorpack" in runs:
         heavy["tensorpack"] = heavy_importable(args.tensorpack_python, env)
-    report(args, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"format": 1, "rounds": args.rounds, "load": os.getloadavg(), "kinds": kinds,
+                       "runs": {name: [{"spawned": start, "marks": res, "rss_kb": rss} for start, res, rss in rs]
+                                for name, rs in runs.items()},
+                       "star": star, "imports": imports, "plugins_cmd": plugins_cmd, "note": note,
+                       "tp_note": tp_note, "heavy": heavy}, f, indent=1)
+    report(args.rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy)
 
 
-def report(args, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy) -> None:
+def pooled(paths: list[str]) -> tuple:
+    """The arguments of :func:`report` from the files ``--json`` wrote, their rounds together
+    (every file must have measured the same kinds)."""
+    rounds, kinds, runs = 0, None, {}
+    star: dict[str, list] = {"trainbus": [], "tensorpack": []}
+    imports: list = []
+    plugins_cmd: list = []
+    notes, tp_notes, heavy, loads = [], [], {}, []
+    seen: dict[tuple, str] = {}
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"--from-json: cannot read {path}: {e}") from None
+        if not isinstance(data, dict) or data.get("format") != 1:
+            raise SystemExit(f"--from-json: {path} was not written by this benchmark's --json")
+        # a run is known by when its children were started: the same run twice would count its rounds twice
+        stamp = tuple(r["spawned"] for rs in data["runs"].values() for r in rs)
+        if stamp in seen:
+            raise SystemExit(f"--from-json: {path} holds the same run as {seen[stamp]}; pooling it twice "
+                             "would count its rounds twice. Pool each run once.")
+        seen[stamp] = path
+        these = [tuple(k) for k in data["kinds"]]
+        if kinds is not None and [k[0] for k in these] != [k[0] for k in kinds]:
+            raise SystemExit(f"--from-json: {path} measured other kinds ({', '.join(k[0] for k in these)}) "
+                             f"than {paths[0]} ({', '.join(k[0] for k in kinds)}); pool runs of one command line")
+        kinds = kinds or these
+        rounds += data["rounds"]
+        for name, rs in data["runs"].items():
+            runs.setdefault(name, []).extend((r["spawned"], r["marks"], r["rss_kb"]) for r in rs)
+        for package, lines in data["star"].items():
+            star[package].extend(lines)
+        imports += data["imports"]
+        plugins_cmd += data["plugins_cmd"]
+        notes.append(data["note"])
+        tp_notes.append(data["tp_note"])
+        heavy.update(data["heavy"])
+        loads.append(data["load"])
+    note = "; ".join(sorted({n for n in notes if n}))
+    pooled_from = f"pooled from {len(paths)} runs: {', '.join(paths)}"
+    return rounds, kinds, runs, star, imports, plugins_cmd, f"{note}; {pooled_from}" if note else pooled_from, \
+        tp_notes[0], heavy, loads
+
+
+def report(rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy, loads=None) -> None:
     # every mark is (wall-clock time, CPU seconds of the process): c=0 wall, c=1 CPU
     def total(name: str, c: int) -> float:  # from process start (wall: from the spawn)
         return med([r["first"][0] - s if c == 0 else r["first"][1] for s, r, _ in runs[name]])
@@ -377,11 +469,16 @@ def report(args, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy) 
     def rss(name: str) -> float:
         return med([kb / 1024 for _, _, kb in runs[name]])
 
+    def differences(fw: str, bare: str, c: int) -> list[float]:
+        """Each round's difference after import tensorflow (the kinds of a round run back to back,
+        so the load a round met hits both)."""
+        return sorted((rf["first"][c] - rf["tf"][c]) - (rb["first"][c] - rb["tf"][c])
+                      for (_, rf, _), (_, rb, _) in zip(runs[fw], runs[bare]))
+
     def paired(fw: str, bare: str, c: int) -> str:
-        """The median, and the quartiles, of each round's difference (the kinds of a round run
-        back to back, so the load a round met hits both): steadier than a difference of medians."""
-        diffs = sorted((rf["first"][c] - rf["tf"][c]) - (rb["first"][c] - rb["tf"][c])
-                       for (_, rf, _), (_, rb, _) in zip(runs[fw], runs[bare]))
+        """The median, and the quartiles, of each round's difference: steadier than a
+        difference of medians."""
+        diffs = differences(fw, bare, c)
         if len(diffs) < 2:
             return f"{med(diffs):+.3f}"
         q1, _, q3 = statistics.quantiles(diffs, n=4)
@@ -392,10 +489,10 @@ def report(args, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy) 
     # one with the same graph (also global_step, tensorpack's session configuration)
     pairs = [("trainbus", "bare", LOGGING, GRAPH)] + ([("tensorpack", TP_BARE, TP_LOGGING, TP_GRAPH)]
                                                      if "tensorpack" in runs else [])
-    load = os.getloadavg()
+    loads = loads or [os.getloadavg()]
+    load = ", ".join(f"{la[0]:.2f} {la[1]:.2f} {la[2]:.2f}" for la in loads)
     print(f"\nStartup on the defaults workload (MLP 784-256-256-10, default callbacks and monitors): median of "
-          f"{args.rounds} interleaved rounds of fresh interpreters; load average {load[0]:.2f} {load[1]:.2f} "
-          f"{load[2]:.2f} on {os.cpu_count()} CPUs. Wall seconds, and the process's CPU seconds (all threads) "
+          f"{rounds} interleaved rounds of fresh interpreters; load average {load} on {os.cpu_count()} CPUs. Wall seconds, and the process's CPU seconds (all threads) "
           "in brackets: the CPU figure moves less with the machine's load")
     print('"bare": the graph by hand (cost, train_op), a Session, one step; "bare, same logging": that plus the '
           "moving average of the cost updated with the step, its scalar summary, merge_all and an event file "
@@ -419,6 +516,8 @@ def report(args, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy) 
                   f"peak RSS {rss(fw) - rss(bare):+.0f} MB")
             print(f"    the rounds' differences after import tensorflow: median {paired(fw, bare, 0)} s, "
                   f"CPU {paired(fw, bare, 1)} s")
+            if fw == "trainbus" and bare != GRAPH:
+                print(f"    target <= {TARGET_OVERHEAD} s: {verdict(differences(fw, bare, 0))}")
     if "tensorpack" not in runs:
         print(f"tensorpack: {tp_note}")
     phase_kinds = ["trainbus", "bare", LOGGING, GRAPH] + (["tensorpack"] if "tensorpack" in runs else [])

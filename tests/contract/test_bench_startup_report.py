@@ -1,0 +1,124 @@
+"""``bench/bench_startup.py``'s judgement of the startup target and its pooling of saved runs.
+
+The benchmark's times are not tested (they are measured, not asserted); what is tested here is
+what it concludes from given times: the verdict on the overhead target, the bootstrap interval,
+and ``--from-json`` pooling runs written by ``--json``. The children are never started."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+BENCH = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "bench_startup.py")
+
+
+@pytest.fixture(scope="module")
+def bench():
+    sys.path.insert(0, os.path.dirname(os.path.abspath(BENCH)))  # for its `from _mlp import ...`
+    try:
+        spec = importlib.util.spec_from_file_location("bench_startup_under_test", BENCH)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.pop(0)
+
+
+def test_the_interval_is_of_the_median_and_the_same_for_the_same_rounds(bench):
+    diffs = [0.030, 0.041, 0.044, 0.047, 0.052, 0.055, 0.061, 0.070, 0.120]
+    lo, hi = bench.median_interval(diffs)
+    assert lo <= 0.052 <= hi  # the sample's median lies inside
+    assert 0.030 <= lo and hi <= 0.120
+    assert bench.median_interval(list(diffs)) == (lo, hi)  # a fixed seed: one answer per set of rounds
+    assert bench.median_interval([0.02] * 7) == (0.02, 0.02)
+
+
+def test_the_target_is_met_only_when_the_whole_interval_is_under_it(bench):
+    assert bench.verdict([0.010, 0.015, 0.020, 0.022, 0.025, 0.030, 0.035]).startswith("met (90% interval")
+    assert bench.verdict([0.070, 0.080, 0.085, 0.090, 0.095, 0.100, 0.130]).startswith("NOT met (90% interval")
+    undecided = bench.verdict([0.000, 0.020, 0.040, 0.050, 0.060, 0.080, 0.100])
+    assert undecided.startswith("not decided by this run") and "run more rounds" in undecided
+    assert bench.verdict([0.01, 0.01, 0.01]).startswith("not decided: 3 rounds are too few")
+    # the bound is inclusive: an interval ending exactly at the target meets it
+    assert bench.verdict([0.05] * 6, target=0.05).startswith("met")
+
+
+def _marks(after_tf: float, t0: float = 1000.0) -> dict:
+    """A child's marks whose first step comes ``after_tf`` seconds after ``import tensorflow``."""
+    return {"tf": [t0, 1.0], "import": [t0 + 0.01, 1.01], "graph": [t0 + 0.1, 1.1], "setup0": [t0 + 0.1, 1.1],
+            "setup1": [t0 + 0.11, 1.11], "writer": [t0 + 0.11, 1.11], "session": [t0 + 0.14, 1.14],
+            "first": [t0 + after_tf, 1.0 + after_tf], "rss_kb": 600000}
+
+
+#: when each synthetic child was "started": every run's own (a run is known by them)
+_SPAWNED = itertools.count(1000)
+
+
+def _run_file(path, overheads: list[float], kinds=("trainbus", "bare", "bare, same logging", "bare, same graph")):
+    """A file as ``--json`` writes it: trainbus ``overheads[i]`` slower than each bare loop in round i."""
+    runs = {k: [] for k in kinds}
+    for i, extra in enumerate(overheads):
+        for k in kinds:
+            after = 0.2 + 0.001 * i + (extra if k == "trainbus" else 0.0)
+            runs[k].append({"spawned": next(_SPAWNED), "marks": _marks(after), "rss_kb": 600000})
+    data = {"format": 1, "rounds": len(overheads), "load": [1.0, 1.0, 1.0],
+            "kinds": [[k, sys.executable, k] for k in kinds], "runs": runs,
+            "star": {"trainbus": [["0.08", "0.08"]] * len(overheads), "tensorpack": []},
+            "imports": [["0.003", "0.003", "False"]] * len(overheads), "plugins_cmd": [0.12] * len(overheads),
+            "note": "", "tp_note": "not measured: no --tensorpack-python given", "heavy": {"trainbus": "none"}}
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def _report(*paths: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, BENCH, "--from-json", *paths], capture_output=True, text=True, timeout=120)
+
+
+def test_from_json_pools_the_rounds_of_several_runs_and_judges_them_together(tmp_path):
+    scattered = _run_file(tmp_path / "scattered.json", [0.01, 0.02, 0.03, 0.09, 0.10])
+    alone = _report(scattered)
+    assert alone.returncode == 0, alone.stderr
+    assert "median of 5 interleaved rounds" in alone.stdout
+    assert "not decided by this run" in alone.stdout  # 5 rounds scattered around the target
+    a = _run_file(tmp_path / "a.json", [0.010] * 5)
+    b = _run_file(tmp_path / "b.json", [0.030] * 5)
+    c = _run_file(tmp_path / "c.json", [0.045] * 5)
+    pooled = _report(a, b, c)
+    assert pooled.returncode == 0, pooled.stderr
+    out = pooled.stdout
+    assert "median of 15 interleaved rounds" in out
+    assert f"pooled from 3 runs: {a}, {b}, {c}" in out
+    over_bare = out.split("trainbus over 'bare':", 1)[1].split("\n", 3)
+    # the rounds of all three files, and only theirs: none of the files alone has this median and these quartiles
+    assert "median +0.030 (quartiles +0.010 to +0.045) s" in over_bare[1]
+    assert over_bare[2].strip().startswith("target <= 0.05 s: met (90% interval")
+    assert "its own machinery" in out.split("trainbus over 'bare, same graph':", 1)[1].split("\n", 1)[0]
+    assert "from trainbus import * after TensorFlow: 0.080 s" in out
+
+
+def test_from_json_refuses_a_file_it_did_not_write_and_runs_of_other_kinds(tmp_path):
+    a = _run_file(tmp_path / "a.json", [0.02] * 5)
+    other = _run_file(tmp_path / "other.json", [0.02] * 5, kinds=("trainbus", "bare"))
+    mixed = _report(a, other)
+    assert mixed.returncode != 0
+    assert f"--from-json: {other} measured other kinds (trainbus, bare) than {a}" in mixed.stderr
+    assert "Traceback" not in mixed.stderr
+    junk = tmp_path / "junk.json"
+    junk.write_text(json.dumps({"rounds": 3}))
+    bad = _report(str(junk))
+    assert bad.returncode != 0 and f"--from-json: {junk} was not written by this benchmark's --json" in bad.stderr
+    twice = _report(a, a)
+    assert twice.returncode != 0
+    assert f"--from-json: {a} holds the same run as {a}; pooling it twice would count its rounds twice" in twice.stderr
+    copy = tmp_path / "copy.json"
+    copy.write_text((tmp_path / "a.json").read_text())
+    copied = _report(a, str(copy))
+    assert copied.returncode != 0 and f"{copy} holds the same run as {a}" in copied.stderr
+    missing = _report(str(tmp_path / "nowhere.json"))
+    assert missing.returncode != 0 and "--from-json: cannot read" in missing.stderr
