@@ -339,7 +339,7 @@ def med(xs: list[float]) -> float:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--rounds", type=int, default=5, help="interleaved rounds (median of these)")
+    p.add_argument("--rounds", type=int, default=None, help="interleaved rounds (median of these; default 5)")
     p.add_argument("--tensorpack-python", default=None,
                    help="an interpreter where tensorpack imports (its own environment)")
     p.add_argument("--json", default=None, metavar="PATH",
@@ -357,8 +357,14 @@ def main() -> None:
         return
 
     if args.from_json:
+        given = [flag for flag, value in (("--rounds", args.rounds), ("--tensorpack-python", args.tensorpack_python),
+                                          ("--json", args.json)) if value is not None]
+        if given:
+            p.error(f"--from-json reports runs already made and runs nothing: {', '.join(given)} does not apply")
         report(*pooled(args.from_json))
         return
+    if args.rounds is None:
+        args.rounds = 5
     env, note = child_env()
     kinds = [("trainbus", sys.executable, "trainbus"), ("bare", sys.executable, "bare"),
              (LOGGING, sys.executable, "bare-logging"), (GRAPH, sys.executable, "bare-graph")]
@@ -402,7 +408,8 @@ def main() -> None:
         heavy["tensorpack"] = heavy_importable(args.tensorpack_python, env)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"format": 1, "rounds": args.rounds, "load": os.getloadavg(), "kinds": kinds,
+            json.dump({"format": 1, "rounds": args.rounds, "load": os.getloadavg(), "cpus": os.cpu_count(),
+                       "kinds": kinds,
                        "runs": {name: [{"spawned": start, "marks": res, "rss_kb": rss} for start, res, rss in rs]
                                 for name, rs in runs.items()},
                        "star": star, "imports": imports, "plugins_cmd": plugins_cmd, "note": note,
@@ -417,7 +424,7 @@ def pooled(paths: list[str]) -> tuple:
     star: dict[str, list] = {"trainbus": [], "tensorpack": []}
     imports: list = []
     plugins_cmd: list = []
-    notes, tp_notes, heavy, loads = [], [], {}, []
+    notes, tp_notes, heavy, loads, cpus = [], [], {}, [], set()
     seen: dict[tuple, str] = {}
     for path in paths:
         try:
@@ -449,13 +456,14 @@ def pooled(paths: list[str]) -> tuple:
         tp_notes.append(data["tp_note"])
         heavy.update(data["heavy"])
         loads.append(data["load"])
+        cpus.add(data.get("cpus"))
     note = "; ".join(sorted({n for n in notes if n}))
     pooled_from = f"pooled from {len(paths)} runs: {', '.join(paths)}"
     return rounds, kinds, runs, star, imports, plugins_cmd, f"{note}; {pooled_from}" if note else pooled_from, \
-        tp_notes[0], heavy, loads
+        tp_notes[0], heavy, loads, "/".join(str(c) for c in sorted(cpus - {None}))
 
 
-def report(rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy, loads=None) -> None:
+def report(rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy, loads=None, cpus=None) -> None:
     # every mark is (wall-clock time, CPU seconds of the process): c=0 wall, c=1 CPU
     def total(name: str, c: int) -> float:  # from process start (wall: from the spawn)
         return med([r["first"][0] - s if c == 0 else r["first"][1] for s, r, _ in runs[name]])
@@ -492,8 +500,9 @@ def report(rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy
     loads = loads or [os.getloadavg()]
     load = ", ".join(f"{la[0]:.2f} {la[1]:.2f} {la[2]:.2f}" for la in loads)
     print(f"\nStartup on the defaults workload (MLP 784-256-256-10, default callbacks and monitors): median of "
-          f"{rounds} interleaved rounds of fresh interpreters; load average {load} on {os.cpu_count()} CPUs. Wall seconds, and the process's CPU seconds (all threads) "
-          "in brackets: the CPU figure moves less with the machine's load")
+          f"{rounds} interleaved rounds of fresh interpreters; load average {load} on {cpus or os.cpu_count()} "
+          "CPUs. Wall seconds, and the process's CPU seconds (all threads) in brackets: the CPU figure moves "
+          "less with the machine's load")
     print('"bare": the graph by hand (cost, train_op), a Session, one step; "bare, same logging": that plus the '
           "moving average of the cost updated with the step, its scalar summary, merge_all and an event file "
           "(FileWriter) created before the first step; \"bare, same graph\": that plus the global_step the step "

@@ -120,5 +120,9 @@ def test_from_json_refuses_a_file_it_did_not_write_and_runs_of_other_kinds(tmp_p
     copy.write_text((tmp_path / "a.json").read_text())
     copied = _report(a, str(copy))
     assert copied.returncode != 0 and f"{copy} holds the same run as {a}" in copied.stderr
+    with_run_flags = subprocess.run([sys.executable, BENCH, "--from-json", a, "--rounds", "9"],
+                                    capture_output=True, text=True, timeout=120)
+    assert with_run_flags.returncode == 2
+    assert "--from-json reports runs already made and runs nothing: --rounds does not apply" in with_run_flags.stderr
     missing = _report(str(tmp_path / "nowhere.json"))
     assert missing.returncode != 0 and "--from-json: cannot read" in missing.stderr
