@@ -424,7 +424,7 @@ def pooled(paths: list[str]) -> tuple:
     star: dict[str, list] = {"trainbus": [], "tensorpack": []}
     imports: list = []
     plugins_cmd: list = []
-    notes, tp_notes, heavy, loads, cpus = [], [], {}, [], set()
+    notes, tp_note, heavy, loads, cpus = [], None, {}, [], set()
     seen: dict[tuple, str] = {}
     for path in paths:
         try:
@@ -444,7 +444,8 @@ def pooled(paths: list[str]) -> tuple:
         if kinds is not None and [k[0] for k in these] != [k[0] for k in kinds]:
             raise SystemExit(f"--from-json: {path} measured other kinds ({', '.join(k[0] for k in these)}) "
                              f"than {paths[0]} ({', '.join(k[0] for k in kinds)}); pool runs of one command line")
-        kinds = kinds or these
+        if kinds is None:  # the first file's kinds and its word on tensorpack stand for all
+            kinds, tp_note = these, data["tp_note"]
         rounds += data["rounds"]
         for name, rs in data["runs"].items():
             runs.setdefault(name, []).extend((r["spawned"], r["marks"], r["rss_kb"]) for r in rs)
@@ -453,14 +454,13 @@ def pooled(paths: list[str]) -> tuple:
         imports += data["imports"]
         plugins_cmd += data["plugins_cmd"]
         notes.append(data["note"])
-        tp_notes.append(data["tp_note"])
         heavy.update(data["heavy"])
         loads.append(data["load"])
         cpus.add(data.get("cpus"))
     note = "; ".join(sorted({n for n in notes if n}))
     pooled_from = f"pooled from {len(paths)} runs: {', '.join(paths)}"
     return rounds, kinds, runs, star, imports, plugins_cmd, f"{note}; {pooled_from}" if note else pooled_from, \
-        tp_notes[0], heavy, loads, "/".join(str(c) for c in sorted(cpus - {None}))
+        tp_note, heavy, loads, "/".join(str(c) for c in sorted(cpus - {None}))
 
 
 def report(rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy, loads=None, cpus=None) -> None:
@@ -521,7 +521,7 @@ def report(rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy
                   f"[CPU {total(fw, 1) - total(bare, 1):+.3f} s]; after import tensorflow "
                   f"{after_tf(fw, 0) - after_tf(bare, 0):+.3f} s "
                   f"[CPU {after_tf(fw, 1) - after_tf(bare, 1):+.3f} s]"
-                  f"{' (target <= 0.05)' if bare not in (GRAPH, TP_GRAPH) else ' (its own machinery)'}; "
+                  f"{f' (target <= {TARGET_OVERHEAD})' if bare not in (GRAPH, TP_GRAPH) else ' (its own machinery)'}; "
                   f"peak RSS {rss(fw) - rss(bare):+.0f} MB")
             print(f"    the rounds' differences after import tensorflow: median {paired(fw, bare, 0)} s, "
                   f"CPU {paired(fw, bare, 1)} s")
