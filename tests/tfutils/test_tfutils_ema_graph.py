@@ -192,6 +192,22 @@ def test_taken_names_and_other_dtypes_build_tensorflows_way(count_slow):
     assert "EMA/cost_EMA_apply_1" in {o.name for o in _build(taken, slow=False)[0].get_operations()}
 
 
+def test_nodes_this_tensorflow_refuses_build_tensorflows_way(count_slow, monkeypatch):
+    """A TensorFlow whose ops differ from the written nodes (here: an op it does not know) refuses
+    the import; the graph is left as it was and TensorFlow builds the average."""
+    real = _ema_graph._plan
+
+    def plan_with_unknown_op(*a):
+        graph_def, variables, scopes = real(*a)
+        graph_def.node[-1].op = "NoSuchOpInThisTensorFlow"  # after the variables: a late refusal
+        return graph_def, variables, scopes
+
+    monkeypatch.setattr(_ema_graph, "_plan", plan_with_unknown_op)
+    fast = _build(_scalars("cost"), slow=False)
+    assert count_slow == ["EMA/cost"]
+    _assert_same_graph(_build(_scalars("cost"), slow=True), fast)
+
+
 def test_later_names_are_chosen_as_after_tensorflows_construction():
     def make():
         x = tf1.placeholder(tf.float32, [], name="cost")

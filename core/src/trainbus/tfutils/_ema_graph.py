@@ -14,11 +14,13 @@ It is used only where the two ways cannot differ: a float32 tensor, resource var
 that are all still free (else TensorFlow's own constructors would pick other ones), and no
 context that changes how ops are created (control dependencies, a device or colocation scope,
 a control-flow context, a function being built, a variable creator, a distribution strategy).
-Anywhere else ``build`` returns None and the caller builds the average TensorFlow's way.
+Anywhere else, and on a TensorFlow that refuses the nodes, the caller builds the average
+TensorFlow's way.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import tensorflow as tf
@@ -30,14 +32,13 @@ tf1 = tf.compat.v1
 __all__ = ["build", "usable"]
 
 _FLOAT = tf.float32.as_datatype_enum
-_OPS_WITH_DEBUG_NAME: list[bool] = []
 
 
+@functools.lru_cache(maxsize=None)
 def _var_handle_has_debug_name() -> bool:
-    if not _OPS_WITH_DEBUG_NAME:
-        op_def = op_def_registry.get("VarHandleOp")
-        _OPS_WITH_DEBUG_NAME.append(op_def is not None and any(a.name == "debug_name" for a in op_def.attr))
-    return _OPS_WITH_DEBUG_NAME[0]
+    """Whether this TensorFlow's VarHandleOp has the ``debug_name`` attribute (2.21's has)."""
+    op_def = op_def_registry.get("VarHandleOp")
+    return op_def is not None and any(a.name == "debug_name" for a in op_def.attr)
 
 
 def usable(graph: Any, value: Any) -> bool:
@@ -161,15 +162,21 @@ def _plan(name: str, value_name: str, decay: float) -> tuple[graph_pb2.GraphDef,
 
 def build(graph: Any, value: Any, name: str, decay: float) -> Any:
     """Import the average of ``value`` (see ``usable``) as ``EMA/<name>`` into ``graph`` and
-    return the ``EMA/<name>_EMA`` tensor that updates it; None when a name it needs is taken
-    (then TensorFlow's constructors, which would choose other names, must build it)."""
+    return the ``EMA/<name>_EMA`` tensor that updates it; None, with the graph unchanged, when a
+    name it needs is taken (TensorFlow's constructors would choose other names) or when this
+    TensorFlow does not accept the nodes: then TensorFlow's constructors must build it."""
     from tensorflow.python.ops import resource_variable_ops, variable_scope
 
     graph_def, variables, scopes = _plan(name, value.op.name if value.value_index == 0 else value.name, decay)
     names = [node.name for node in graph_def.node] + list(scopes)
     if any(graph.unique_name(n, mark_as_used=False) != n for n in names):
         return None
-    tf.graph_util.import_graph_def(graph_def, input_map={value.name: value}, name="")
+    try:
+        tf.graph_util.import_graph_def(graph_def, input_map={value.name: value}, name="")
+    except (ValueError, TypeError, tf.errors.OpError):
+        # a TensorFlow whose ops differ from these nodes (an attribute it does not know): the
+        # import added nothing, and TensorFlow's constructors build the average
+        return None
     # the names are taken as TensorFlow's constructors take them, for the names made after
     for scope, count in scopes.items():
         graph._names_in_use[scope.lower()] = count
