@@ -256,3 +256,17 @@ def test_training_uses_the_imported_average(count_slow, logdir):
     names = dict(tf.train.list_variables(ckpt))
     assert {"EMA/cost", "EMA/EMA/cost/biased", "EMA/EMA/cost/local_step"} <= set(names)
     assert tf.train.load_variable(ckpt, "EMA/EMA/cost/local_step") == 3.0
+
+
+def test_usable_only_where_nothing_changes_how_ops_are_made():
+    with tf.Graph().as_default() as g:
+        x = tf1.placeholder(tf.float32, [], name="x")
+        assert _ema_graph.usable(g, x)
+        with tf1.name_scope("outer"):  # the written names are absolute
+            assert not _ema_graph.usable(g, x)
+        assert not _ema_graph.usable(g, tf1.placeholder(tf.float64, []))
+        assert not _ema_graph.usable(g, tf1.get_variable("v", []))  # a variable, not a tensor
+        with tf.variable_creator_scope(lambda next_creator, **kw: next_creator(**kw)):
+            assert not _ema_graph.usable(g, x)
+    with tf.Graph().as_default() as other:
+        assert not _ema_graph.usable(other, x)  # x is another graph's

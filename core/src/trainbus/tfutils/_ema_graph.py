@@ -49,6 +49,8 @@ def usable(graph: Any, value: Any) -> bool:
 
     if not isinstance(value, tf.Tensor) or value.dtype != tf.float32 or value.graph is not graph:
         return False
+    if graph.get_name_scope():  # the nodes' names are absolute (add_moving_summary clears the scope)
+        return False
     try:
         if graph.building_function or graph._get_control_flow_context() is not None:
             return False
@@ -174,8 +176,8 @@ def build(graph: Any, value: Any, name: str, decay: float) -> Any:
     try:
         tf.graph_util.import_graph_def(graph_def, input_map={value.name: value}, name="")
     except (ValueError, TypeError, tf.errors.OpError):
-        # a TensorFlow whose ops differ from these nodes (an attribute it does not know): the
-        # import added nothing, and TensorFlow's constructors build the average
+        # a TensorFlow whose ops differ from these nodes (an op it does not have, an attribute of
+        # another type): the import added nothing, and TensorFlow's constructors build the average
         return None
     # the names are taken as TensorFlow's constructors take them, for the names made after
     for scope, count in scopes.items():
