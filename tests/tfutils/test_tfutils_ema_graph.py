@@ -14,7 +14,7 @@ tf1 = tf.compat.v1
 
 @pytest.fixture
 def count_slow(monkeypatch):
-    """How many times TensorFlow's assign_moving_average built an average."""
+    """The variables whose average TensorFlow's assign_moving_average built, in order."""
     calls = []
     real = moving_averages.assign_moving_average
 
@@ -26,7 +26,7 @@ def count_slow(monkeypatch):
     return calls
 
 
-def _build(make, slow, monkeypatch=None):
+def _build(make, slow):
     """A new graph with ``make()``'s tensors summarized: (graph, feeds, EMA tensors)."""
     g = tf.Graph()
     saved = _ema_graph.usable
