@@ -268,5 +268,11 @@ def test_usable_only_where_nothing_changes_how_ops_are_made():
         assert not _ema_graph.usable(g, tf1.get_variable("v", []))  # a variable, not a tensor
         with tf.variable_creator_scope(lambda next_creator, **kw: next_creator(**kw)):
             assert not _ema_graph.usable(g, x)
+        assert tf1.resource_variables_enabled()
+        tf1.disable_resource_variables()  # reference variables (TF1 behaviour): other nodes
+        try:
+            assert not _ema_graph.usable(g, x)
+        finally:
+            tf1.enable_resource_variables()
     with tf.Graph().as_default() as other:
         assert not _ema_graph.usable(other, x)  # x is another graph's
