@@ -4,9 +4,10 @@ program other than the test starts (``horovodrun``'s ranks). Imports nothing but
 library's socket layer: it starts in milliseconds.
 
 The child gets this process's environment, working directory and stdin/stdout/stderr, in a
-session of its own. SIGINT, SIGTERM and SIGHUP sent to this process are passed on to the child;
-this process ends as the child ended (its exit status, or death by the same signal). If this
-process is killed, the zygote kills the child.
+session of its own. SIGINT, SIGTERM and SIGHUP sent to this process are passed on to the child
+(one that arrives after the child ended, before its status did, is dropped); this process ends as
+the child ended (its exit status, or death by the same signal). If this process is killed, the
+zygote kills the child.
 """
 
 import json
@@ -26,9 +27,15 @@ def main() -> None:
     child = []
     pending = []
 
+    def pass_on(sig):
+        try:
+            os.kill(child[0], sig)
+        except ProcessLookupError:
+            pass  # the child already ended: its status, on its way from the zygote, decides ours
+
     def forward(sig, _frame):
         if child:
-            os.kill(child[0], sig)
+            pass_on(sig)
         else:
             pending.append(sig)
 
@@ -56,7 +63,7 @@ def main() -> None:
         if "started" in m:
             child.append(m["started"])
             for sig in pending:
-                os.kill(child[0], sig)
+                pass_on(sig)
             continue
         code = m["status"]
         if code < 0:
