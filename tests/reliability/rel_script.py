@@ -84,6 +84,9 @@ def main():
     p.add_argument("--step-sleep", type=float, default=0.0)
     p.add_argument("--ready", help="file written after the first step (of this run; see --ready-step)")
     p.add_argument("--ready-step", type=int, default=1, help="write --ready after this step of this run")
+    p.add_argument("--hold-at-ready", action="store_true",
+                   help="after writing --ready, hold that step until a stop is requested (a signal then always "
+                        "arrives at that step, whatever the machine's load)")
     p.add_argument("--marker", help="file to which after_train appends a line")
     p.add_argument("--after-train-sleep", type=float, default=0.0)
     p.add_argument("--input", default="feed", choices=["feed", "queue", "childproc", "blocking"])
@@ -114,6 +117,10 @@ def main():
         def _trigger_step(self):
             if a.ready and self.global_step == a.ready_step + (self.trainer.starting_epoch - 1) * self.trainer.steps_per_epoch:
                 _write(a.ready, "ready\n")
+                if a.hold_at_ready:
+                    end = time.monotonic() + 600
+                    while not self.trainer.stop_requested and time.monotonic() < end:
+                        time.sleep(0.01)
             if a.step_sleep:
                 time.sleep(a.step_sleep)
 

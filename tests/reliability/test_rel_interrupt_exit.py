@@ -101,9 +101,11 @@ def test_a_script_that_catches_it_prints_its_own_line_only(script):
 def test_second_signal_while_the_final_checkpoint_is_written(script):
     """SIGTERM, then SIGINT while the final checkpoint's files are being written: the process
     dies by SIGINT at once; the state file still lists the previous checkpoint, which reads."""
-    s = script("--saver", "--step-sleep", "0.02", "--slow-final-save", "300")
+    # held at step 5, after epoch 1's checkpoint (step 4): the stop's final save is a new checkpoint
+    # (a signal that reached the run at step 4 found that step saved already, and wrote none)
+    s = script("--saver", "--step-sleep", "0.02", "--slow-final-save", "300", "--ready-step", "5", "--hold-at-ready")
     s.wait_ready(START_LIMIT)
-    wait_for(lambda: (s.logdir / "checkpoint").exists(), START_LIMIT, "a first checkpoint", s.proc)
+    assert (s.logdir / "checkpoint").exists()
     s.signal(signal.SIGTERM)
     save_marker = Path(str(s.marker) + ".save")
     wait_for(save_marker.exists, STOP_LIMIT, "the final save to start", s.proc)
