@@ -27,6 +27,8 @@ import tensorflow as tf
 from tensorflow.core.framework import graph_pb2
 from tensorflow.python.framework import op_def_registry
 
+from trainbus.tfutils._graph_import import new_graph_def, plain_context
+
 tf1 = tf.compat.v1
 
 __all__ = ["build", "usable"]
@@ -51,26 +53,20 @@ def usable(graph: Any, value: Any) -> bool:
         return False
     if graph.get_name_scope():  # the nodes' names are absolute (add_moving_summary clears the scope)
         return False
+    if not plain_context(graph):
+        return False
     try:
-        if graph.building_function or graph._get_control_flow_context() is not None:
-            return False
-        if graph._control_dependencies_stack or len(graph._device_function_stack) or len(graph._colocation_stack):
-            return False
-        if graph._variable_creator_stack or not isinstance(graph._names_in_use, dict):
-            return False
         variable_scope._get_default_variable_store()._vars  # noqa: B018 - present, as build() needs
     except AttributeError:
         return False
-    return not tf.distribute.has_strategy() and tf1.resource_variables_enabled()
+    return tf1.resource_variables_enabled()
 
 
 class _Nodes:
     """A GraphDef being written; each ``add`` returns the new node's name."""
 
     def __init__(self) -> None:
-        self.graph_def = graph_pb2.GraphDef()
-        self.graph_def.versions.producer = tf.version.GRAPH_DEF_VERSION
-        self.graph_def.versions.min_consumer = tf.version.GRAPH_DEF_VERSION_MIN_CONSUMER
+        self.graph_def = new_graph_def()
 
     def add(self, name: str, op: str, inputs: tuple = (), coloc: str | None = None, manual: bool = False,
             **attrs: Any) -> str:

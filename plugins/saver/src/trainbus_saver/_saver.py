@@ -132,6 +132,7 @@ class ModelSaver(Callback):
 
     def _setup_graph(self) -> None:
         from trainbus.tfutils.common import get_global_step_var
+        from trainbus.tfutils.varmanip import make_saver
 
         tf1 = _tf.tf1()
         d = self.resolved_dir()
@@ -147,7 +148,7 @@ class ModelSaver(Callback):
             raise ValueError(f"ModelSaver: the collections {self.var_collections} hold no variables; nothing to save")
         get_global_step_var()
         self.path = os.path.join(d, "model")
-        self.saver = tf1.train.Saver(
+        self.saver = make_saver(
             var_list=variables, max_to_keep=self._max_to_keep, keep_checkpoint_every_n_hours=self._keep_hours or 10000.0,
             write_version=tf1.train.SaverDef.V2, save_relative_paths=True)
 

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from trainbus.tfutils.common import get_op_tensor_name
 from trainbus.tfutils.sessinit import SessionInit
-from trainbus.tfutils.varmanip import SessionUpdate, is_training_name
+from trainbus.tfutils.varmanip import SessionUpdate, is_training_name, make_saver
 from trainbus.utils import logger
 from trainbus.checkpoint import DamagedCheckpointError
 from trainbus_sessinit._verify import explain_restore_error, resolve_checkpoint, verify_checkpoint
@@ -135,7 +135,7 @@ class SaverRestore(SessionInit):
                 + "\nUse SaverRestoreRelaxed (or SmartInit(..., ignore_mismatch=True)) to reshape/up-cast or skip "
                 "them, or ignore=[...] to leave them out")
         if pairs:
-            self._saver = tf1.train.Saver(var_list={c: v for c, v in pairs}, allow_empty=True,
+            self._saver = make_saver(var_list={c: v for c, v in pairs}, allow_empty=True,
                                           name="restore_" + type(self).__name__)
         else:
             logger.warning(f"{type(self).__name__}: no variable of the graph is in checkpoint {self.path}")
