@@ -2,7 +2,7 @@
 
 usage: rel_dir_worker.py LOGDIR MODE [ARG]
 
-MODE ``hold``: train until the file ARG exists (it writes LOGDIR/../started at the first step).
+MODE ``hold``: train until the file ARG exists, held at step 3 (it writes LOGDIR/../started there).
 MODE ``fill``: at the end of epoch 2, fill the file system of LOGDIR (a small tmpfs) to the last
 byte; at the end of epoch 4 free it again; 6 epochs in all.
 MODE ``readonly``: at the end of epoch 2, mount a read-only bind of LOGDIR over it; 4 epochs.
@@ -27,11 +27,15 @@ FILLER = os.path.join(LOGDIR, "filler")
 
 
 class Hold(C.Callback):
+    """Holds the training at its third step (the first of epoch 2) until ARG exists, and writes
+    LOGDIR/../started there: epoch 1's end has written every file by then (checkpoint, graph
+    files, statistics, events) and no writer thread is busy, so the directory stays as it is."""
+
     def _trigger_step(self):
-        if self.global_step == 1:
+        if self.global_step == 3:
             with open(os.path.join(os.path.dirname(LOGDIR), "started"), "w") as f:
                 f.write(str(os.getpid()))
-        while not os.path.exists(ARG):
+        while self.global_step >= 3 and not os.path.exists(ARG):
             time.sleep(0.05)
 
 

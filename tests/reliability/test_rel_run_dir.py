@@ -42,7 +42,7 @@ def test_a_second_training_in_the_same_directory_is_refused_and_sigkill_releases
     go = tmp_path / "go"
     first = _worker(d, "hold", go)
     try:
-        wait_for((tmp_path / "started").exists, 240, "the first training's first step", first)
+        wait_for((tmp_path / "started").exists, 240, "the first training to hold at step 3", first)
         before = _snapshot(d)
         holder = (d / ".trainbus.lock").read_text()
         assert holder.startswith(f"pid {first.pid} on ")

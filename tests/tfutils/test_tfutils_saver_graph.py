@@ -70,6 +70,25 @@ def test_one_device_imports_the_group_too(counts):
     assert all(op.get_attr("_has_manual_control_dependencies") for op in restore.control_inputs)
 
 
+def _parameter_server():
+    """Variables on a parameter server and on a worker's GPU, as the distributed and multi-GPU
+    trainers place them (the graph is only built here, never run)."""
+    with tf1.device(tf1.train.replica_device_setter(ps_tasks=1, worker_device="/job:worker/task:0")):
+        tf1.get_variable("W", [4, 3])
+        tf1.train.get_or_create_global_step()
+    with tf1.device("/job:worker/task:0/device:GPU:1"):
+        tf1.get_variable("local", [2])
+
+
+def test_variables_on_other_devices_restore_there(counts):
+    fast = _build(True, _parameter_server)
+    assert counts == {"imported": 1, "tensorflow": 0}
+    _assert_same_graph(_build(False, _parameter_server), fast)
+    g = fast[0]
+    assert g.get_operation_by_name("save/AssignVariableOp").device == "/job:ps/task:0"
+    assert g.get_operation_by_name("save/Identity_2").device == "/job:worker/task:0/device:GPU:1"
+
+
 @pytest.mark.parametrize("kwargs", [{}, {"max_to_keep": 2, "save_relative_paths": True, "name": "restore_X"},
                                     {"write_version": tf1.train.SaverDef.V1}])
 def test_imported_restore_ops_are_tensorflows_graph(kwargs, counts):
