@@ -16,6 +16,8 @@ from trainbus.callbacks.base import Callback
 
 #: the runners made by data() in this process, newest last
 RUNNERS: list = []
+#: the worker pids of each runner (by id) right after its reset_state() started them
+STARTED: dict = {}
 
 
 class Batches:
@@ -63,6 +65,15 @@ def data(runner: str = "zmq", nproc: int = 1, stall_timeout: float | None = None
     else:
         raise ValueError(f"unknown runner {runner!r}")
     RUNNERS.append(df)
+    start = df.reset_state
+
+    def reset_state():
+        # the pids as the workers start: a worker told to fail may fail, and be reaped, before the
+        # first step on a loaded machine, and the runner then lists no workers any more
+        start()
+        STARTED[id(df)] = list(df.worker_pids)
+
+    df.reset_state = reset_state
     if wrap == "staging":
         from trainbus.input_source import QueueInput, StagingInput
 
@@ -87,7 +98,7 @@ def _leftovers(path: str) -> None:
 
 class Ready(Callback):
     """``trigger()`` every step: write the global step into ``path + ".last"``; after the first,
-    write ``path`` (JSON: the step and the worker pids of the newest runner); at interpreter exit,
+    write ``path`` (JSON: the step and the worker pids of the newest runner, as they started); at interpreter exit,
     after the dataflow's own cleanup, write ``path + ".end"`` (see ``_leftovers``)."""
 
     def __init__(self, path: str, sleep: float = 0.02) -> None:
@@ -104,7 +115,7 @@ class Ready(Callback):
             f.write(f"{self.global_step}\n")
         if not self._done:
             runner = RUNNERS[-1]
-            pids = runner.worker_pids
+            pids = STARTED.get(id(runner), runner.worker_pids)
             tmp = self.path + ".tmp"
             with open(tmp, "w", encoding="utf-8") as f:
                 json.dump({"step": self.global_step, "pids": pids, "pipe_dir": getattr(runner, "pipe_dir", None)}, f)
