@@ -13,11 +13,15 @@ step (every process must then stop, the chief writing its final checkpoint).
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# SIGABRT (sent by the test to a process still running at its deadline) prints every thread's
+# Python stack before the process dies: where it waited shows in its log
+faulthandler.enable()
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402

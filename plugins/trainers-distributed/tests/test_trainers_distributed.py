@@ -73,8 +73,13 @@ def run_cluster(out: Path, trainer: str, gpus: int = 1, **extra_env: str):
     finally:
         for name, (p, log) in procs.items():
             if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+                # its Python stacks into its log first (dist_worker.py enables faulthandler)
+                os.killpg(p.pid, signal.SIGABRT)
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.wait()
                 result[name] = (None, "")
         for t in copiers:
             t.join(30)
@@ -92,8 +97,10 @@ def load(out: Path, name: str):
 
 
 def check_common(out: Path, result, took):
-    for name, (rc, log) in result.items():
-        assert rc == 0, f"{name} exited with {rc} (None = killed after {LIMIT} s):\n{log[-3000:]}"
+    failed = {name: (rc, log) for name, (rc, log) in result.items() if rc != 0}
+    # every failed process's log (a hung one's ends with its stacks), not only the first's
+    assert not failed, "\n".join(f"{name} exited with {rc} (None = stopped after {LIMIT} s):\n{log[-6000:]}"
+                                  for name, (rc, log) in failed.items())
     assert took < LIMIT
     assert "Parameter server task 0: all 2 workers finished." in result["ps"][1]
     # the non-chief waited for the chief's initialization, not TF's 30 s retry
