@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 from tensorflow.python.training import moving_averages
 
+from graphcmp import assert_same_nodes, var_attrs  # tests/_support
 from trainbus.tfutils import _ema_graph
 from trainbus.tfutils.summary import add_moving_summary
 
@@ -48,33 +49,14 @@ def _scalars(*names):
     return make
 
 
-def _var_attrs(v, graph):
-    out = {}
-    for key, val in vars(v).items():
-        if key == "_variable_read":  # only gates a warning about XLA sharding set after a read
-            continue
-        if key == "_graph_key":
-            val = val == graph._graph_key
-        out[key] = getattr(val, "name", val)
-    return out
-
-
 def _assert_same_graph(slow, fast):
     gs, gf = slow[0], fast[0]
-    ns, nf = gs.as_graph_def().node, gf.as_graph_def().node
-    assert [n.name for n in nf] == [n.name for n in ns]
-    for a, b in zip(ns, nf):
-        assert a == b, f"node {a.name} differs:\n{a}\nimported:\n{b}"
-    assert gf._names_in_use == gs._names_in_use  # names made later are chosen the same way
-    assert sorted(gf.get_all_collection_keys()) == sorted(gs.get_all_collection_keys())
-    for key in gs.get_all_collection_keys():
-        assert [getattr(x, "name", x) for x in gf.get_collection(key)] == \
-            [getattr(x, "name", x) for x in gs.get_collection(key)], key
+    assert_same_nodes(gs, gf)
     vs, vf = gs.get_collection("variables"), gf.get_collection("variables")
     assert len(vf) == len(vs)
     for a, b in zip(vs, vf):
         assert type(b) is type(a)
-        assert _var_attrs(b, gf) == _var_attrs(a, gs)  # the initial value, initializer, read, ...
+        assert var_attrs(b, gf) == var_attrs(a, gs)  # the initial value, initializer, read, ...
         with gf.as_default():
             assert b.trainable is False and b.initializer.name == b.op.name + "/Assign"
 

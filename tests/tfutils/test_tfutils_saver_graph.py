@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 from tensorflow.python.training import saver as saver_lib
 
+from graphcmp import assert_same_nodes  # tests/_support
 from trainbus.tfutils import _saver_graph
 from trainbus.tfutils.varmanip import make_saver
 
@@ -46,11 +47,7 @@ def _build(fast, make=_model, **saver_kwargs):
 
 def _assert_same_graph(slow, fast):
     (gs, ss), (gf, sf) = slow, fast
-    ns, nf = gs.as_graph_def().node, gf.as_graph_def().node
-    assert [n.name for n in nf] == [n.name for n in ns]
-    for a, b in zip(ns, nf):
-        assert a == b, f"node {a.name} differs:\nTensorFlow's:\n{a}\nimported:\n{b}"
-    assert gf._names_in_use == gs._names_in_use  # names made later are chosen the same way
+    assert_same_nodes(gs, gf, collections=False)
     if ss is not None:
         assert sf.saver_def == ss.saver_def
 

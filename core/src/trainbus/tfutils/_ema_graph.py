@@ -20,14 +20,12 @@ TensorFlow's way.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import tensorflow as tf
 from tensorflow.core.framework import graph_pb2
-from tensorflow.python.framework import op_def_registry
 
-from trainbus.tfutils._graph_import import new_graph_def, plain_context
+from trainbus.tfutils._graph_import import Nodes, plain_context, resource_variable, variable_scopes, variable_store_usable
 
 tf1 = tf.compat.v1
 
@@ -36,84 +34,15 @@ __all__ = ["build", "usable"]
 _FLOAT = tf.float32.as_datatype_enum
 
 
-@functools.lru_cache(maxsize=None)
-def _var_handle_has_debug_name() -> bool:
-    """Whether this TensorFlow's VarHandleOp has the ``debug_name`` attribute (2.21's has)."""
-    op_def = op_def_registry.get("VarHandleOp")
-    return op_def is not None and any(a.name == "debug_name" for a in op_def.attr)
-
-
 def usable(graph: Any, value: Any) -> bool:
     """Whether ``value``'s average can be imported in ``graph`` as TensorFlow's constructors
     would build it here (see the module's docstring). False too on a TensorFlow whose graph
     keeps that state otherwise than 2.21's."""
-    from tensorflow.python.ops import variable_scope
-
     if not isinstance(value, tf.Tensor) or value.dtype != tf.float32 or value.graph is not graph:
         return False
     if graph.get_name_scope():  # the nodes' names are absolute (add_moving_summary clears the scope)
         return False
-    if not plain_context(graph):
-        return False
-    try:
-        variable_scope._get_default_variable_store()._vars  # noqa: B018 - present, as build() needs
-    except AttributeError:
-        return False
-    return tf1.resource_variables_enabled()
-
-
-class _Nodes:
-    """A GraphDef being written; each ``add`` returns the new node's name."""
-
-    def __init__(self) -> None:
-        self.graph_def = new_graph_def()
-
-    def add(self, name: str, op: str, inputs: tuple = (), coloc: str | None = None, manual: bool = False,
-            **attrs: Any) -> str:
-        """``manual``: the node has the ``_has_manual_control_dependencies`` mark that
-        TensorFlow's variable updates get."""
-        node = self.graph_def.node.add()
-        node.name, node.op = name, op
-        node.input.extend(inputs)
-        if manual:
-            node.attr["_has_manual_control_dependencies"].b = True
-        for key, val in attrs.items():
-            if isinstance(val, bool):
-                node.attr[key].b = val
-            elif isinstance(val, bytes):
-                node.attr[key].s = val
-            elif key == "shape":
-                node.attr[key].shape.SetInParent()  # a scalar
-            elif isinstance(val, list):
-                node.attr[key].list.SetInParent()
-            else:
-                node.attr[key].type = val
-        if coloc is not None:
-            node.attr["_class"].list.s.append(b"loc:@" + coloc.encode())
-        return name
-
-    def const(self, name: str, number: float, coloc: str | None = None) -> str:
-        self.add(name, "Const", coloc=coloc, dtype=_FLOAT)
-        tensor = self.graph_def.node[-1].attr["value"].tensor
-        tensor.dtype = _FLOAT
-        tensor.tensor_shape.SetInParent()
-        tensor.float_val.append(number)
-        return name
-
-    def variable(self, name: str, coloc: str, coloc_reads: bool) -> str:
-        """A scalar float32 resource variable initialized to 0, as ``get_variable`` makes it:
-        its handle colocated with ``coloc``, and its initialization check and read too when
-        ``coloc_reads`` (variables made under ``colocate_vars_with``)."""
-        init = self.const(f"{name}/Initializer/zeros", 0.0, coloc=coloc)
-        extra = {"debug_name": f"{name}/".encode()} if _var_handle_has_debug_name() else {}
-        self.add(name, "VarHandleOp", coloc=coloc, container=b"", shared_name=name.encode(), shape=(),
-                 allowed_devices=[], dtype=_FLOAT, **extra)
-        self.add(f"{name}/IsInitialized/VarIsInitializedOp", "VarIsInitializedOp", (name,),
-                 coloc=coloc if coloc_reads else None)
-        self.add(f"{name}/Assign", "AssignVariableOp", (name, init), dtype=_FLOAT, validate_shape=False)
-        self.add(f"{name}/Read/ReadVariableOp", "ReadVariableOp", (name,), coloc=coloc if coloc_reads else None,
-                 dtype=_FLOAT)
-        return name
+    return plain_context(graph) and variable_store_usable() and tf1.resource_variables_enabled()
 
 
 def _plan(name: str, value_name: str, decay: float) -> tuple[graph_pb2.GraphDef, list[str], dict[str, int]]:
@@ -123,7 +52,7 @@ def _plan(name: str, value_name: str, decay: float) -> tuple[graph_pb2.GraphDef,
     var = f"EMA/{name}"
     inner = f"EMA/EMA/{name}"
     apply = f"EMA/{name}_EMA_apply"
-    n = _Nodes()
+    n = Nodes()
     n.variable(var, var, coloc_reads=False)
     rate = n.const(f"{apply}/decay", 1.0 - decay)
     biased, step = f"{inner}/biased", f"{inner}/local_step"
@@ -151,7 +80,7 @@ def _plan(name: str, value_name: str, decay: float) -> tuple[graph_pb2.GraphDef,
     n.add(f"{apply}/ReadVariableOp_4", "ReadVariableOp", (var, "^" + apply), dtype=_FLOAT)
     ema_read = n.add(f"EMA/{name}_EMA/ReadVariableOp", "ReadVariableOp", (var, "^" + apply), dtype=_FLOAT)
     n.add(f"EMA/{name}_EMA", "Identity", (ema_read,), T=_FLOAT)
-    scopes = {f"{v}/{part}": 1 for v in (var, biased, step) for part in ("Initializer", "IsInitialized", "Read")}
+    scopes = {k: c for v in (var, biased, step) for k, c in variable_scopes(v).items()}
     scopes[f"{apply}/EMA/{name}"] = 1  # the variable scope of biased and local_step, opened in the update's
     # the update's reads and subtractions were named ReadVariableOp, ReadVariableOp_1, ... sub_2
     scopes.update({f"{apply}/ReadVariableOp": 5, f"{apply}/sub": 3})
@@ -163,8 +92,6 @@ def build(graph: Any, value: Any, name: str, decay: float) -> Any:
     return the ``EMA/<name>_EMA`` tensor that updates it; None, with the graph unchanged, when a
     name it needs is taken (TensorFlow's constructors would choose other names) or when this
     TensorFlow does not accept the nodes: then TensorFlow's constructors must build it."""
-    from tensorflow.python.ops import resource_variable_ops, variable_scope
-
     graph_def, variables, scopes = _plan(name, value.op.name if value.value_index == 0 else value.name, decay)
     names = [node.name for node in graph_def.node] + list(scopes)
     if any(graph.unique_name(n, mark_as_used=False) != n for n in names):
@@ -178,20 +105,6 @@ def build(graph: Any, value: Any, name: str, decay: float) -> Any:
     # the names are taken as TensorFlow's constructors take them, for the names made after
     for scope, count in scopes.items():
         graph._names_in_use[scope.lower()] = count
-    store = variable_scope._get_default_variable_store()
     for var in variables:
-        # the Python variable, made with what ResourceVariable gives its base class after
-        # building these nodes itself (the base class sets every attribute from them)
-        variable = object.__new__(resource_variable_ops.ResourceVariable)
-        resource_variable_ops.BaseResourceVariable.__init__(
-            variable, trainable=False, shape=[], dtype=tf.float32, handle=graph.get_tensor_by_name(var + ":0"),
-            synchronization=tf.VariableSynchronization.AUTO, aggregation=tf.VariableAggregation.NONE,
-            distribute_strategy=None, name=var, unique_id=var, handle_name=var,
-            graph_element=graph.get_tensor_by_name(var + "/Read/ReadVariableOp:0"),
-            initial_value=graph.get_tensor_by_name(var + "/Initializer/zeros:0"),
-            initializer_op=graph.get_operation_by_name(var + "/Assign"),
-            is_initialized_op=graph.get_tensor_by_name(var + "/IsInitialized/VarIsInitializedOp:0"),
-            cached_value=None, caching_device=None, validate_shape=True)
-        graph.add_to_collection(tf1.GraphKeys.GLOBAL_VARIABLES, variable)
-        store._vars[var] = variable
+        graph.add_to_collection(tf1.GraphKeys.GLOBAL_VARIABLES, resource_variable(graph, var))
     return graph.get_tensor_by_name(f"EMA/{name}_EMA:0")

@@ -399,9 +399,16 @@ class Trainer(ResumableTrainer):
         self._bus = Bus(pm, self._hook_profile)
 
     def _make_step_incr_op(self) -> Any:
+        from trainbus.tfutils import _step_graph
         from trainbus.tfutils.common import get_global_step_var
 
         tf1 = _tf.tf1()
+        if _step_graph.usable(self.graph):
+            # no global step yet: the variable and its increment as one imported GraphDef,
+            # TensorFlow's graph node for node (None: a name taken, the import refused)
+            op = _step_graph.build(self.graph)
+            if op is not None:
+                return op
         gs = get_global_step_var()
         try:
             return self.graph.get_operation_by_name("global_step_incr")
