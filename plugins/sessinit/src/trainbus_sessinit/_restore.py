@@ -136,7 +136,7 @@ class SaverRestore(SessionInit):
                 "them, or ignore=[...] to leave them out")
         if pairs:
             self._saver = make_saver(var_list={c: v for c, v in pairs}, allow_empty=True,
-                                          name="restore_" + type(self).__name__)
+                                     name="restore_" + type(self).__name__)
         else:
             logger.warning(f"{type(self).__name__}: no variable of the graph is in checkpoint {self.path}")
 
