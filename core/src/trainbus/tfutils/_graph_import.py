@@ -16,8 +16,6 @@ import tensorflow as tf
 from tensorflow.core.framework import graph_pb2
 from tensorflow.python.framework import op_def_registry
 
-tf1 = tf.compat.v1
-
 __all__ = ["plain_context", "new_graph_def", "Nodes", "variable_scopes", "resource_variable", "variable_store_usable"]
 
 
