@@ -4,11 +4,11 @@ Every training makes them before its first step: ``tf.compat.v1.train.get_or_cre
 (five nodes and a variable, through the variable store and the distribution-strategy machinery)
 and ``global_step.assign_add(1, read_value=False)`` (a constant and the update), about 5 ms on
 the development machine, which the same seven nodes written as ``NodeDef``s and added with one
-``import_graph_def`` cut to about 2 ms (medians of 20 fresh processes: 5.3 and 1.8 ms). The result is the graph TensorFlow's constructors build:
-the same node names, op types, inputs and attributes, the same names recorded as in use, the
-same Python ``ResourceVariable`` (in ``GLOBAL_VARIABLES`` and ``GLOBAL_STEP``, not trainable,
-aggregated ``ONLY_FIRST_REPLICA``, known to the variable store). A test builds both ways and
-compares them node by node.
+``import_graph_def`` cut to about 2 ms (medians of 20 fresh processes: 5.3 and 1.8 ms). The
+result is the graph TensorFlow's constructors build: the same node names, op types, inputs and
+attributes, the same names recorded as in use, the same Python ``ResourceVariable`` (in
+``GLOBAL_VARIABLES`` and ``GLOBAL_STEP``, not trainable, aggregated ``ONLY_FIRST_REPLICA``, known
+to the variable store). A test builds both ways and compares them node by node.
 
 It is used only where the global step does not exist yet, resource variables are on, the
 variable's names are free, and nothing around changes how ops are made (see
@@ -48,7 +48,8 @@ def build(graph: Any) -> Any:
     n = Nodes()
     n.variable(_NAME, _NAME, coloc_reads=False, dtype=tf.int64)
     scopes = variable_scopes(_NAME)
-    if any(graph.unique_name(name, mark_as_used=False) != name for name in [nd.name for nd in n.graph_def.node] + list(scopes)):
+    names = [node.name for node in n.graph_def.node] + list(scopes)
+    if any(graph.unique_name(name, mark_as_used=False) != name for name in names):
         return None
     if _NAME in variable_scope._get_default_variable_store()._vars:
         return None
