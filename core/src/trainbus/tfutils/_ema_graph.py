@@ -25,7 +25,8 @@ from typing import Any
 import tensorflow as tf
 from tensorflow.core.framework import graph_pb2
 
-from trainbus.tfutils._graph_import import Nodes, plain_context, resource_variable, variable_scopes, variable_store_usable
+from trainbus.tfutils._graph_import import (Nodes, import_nodes, mark_names, names_free, plain_context, resource_variable,
+                                            variable_scopes, variable_store_usable)
 
 tf1 = tf.compat.v1
 
@@ -93,18 +94,11 @@ def build(graph: Any, value: Any, name: str, decay: float) -> Any:
     name it needs is taken (TensorFlow's constructors would choose other names) or when this
     TensorFlow does not accept the nodes: then TensorFlow's constructors must build it."""
     graph_def, variables, scopes = _plan(name, value.op.name if value.value_index == 0 else value.name, decay)
-    names = [node.name for node in graph_def.node] + list(scopes)
-    if any(graph.unique_name(n, mark_as_used=False) != n for n in names):
+    if not names_free(graph, [node.name for node in graph_def.node] + list(scopes)):
         return None
-    try:
-        tf.graph_util.import_graph_def(graph_def, input_map={value.name: value}, name="")
-    except (ValueError, TypeError, tf.errors.OpError):
-        # a TensorFlow whose ops differ from these nodes (an op it does not have, an attribute of
-        # another type): the import added nothing, and TensorFlow's constructors build the average
-        return None
-    # the names are taken as TensorFlow's constructors take them, for the names made after
-    for scope, count in scopes.items():
-        graph._names_in_use[scope.lower()] = count
+    if not import_nodes(graph_def, {value.name: value}):
+        return None  # refused: TensorFlow's constructors build the average
+    mark_names(graph, scopes)  # the names are taken as TensorFlow's constructors take them
     for var in variables:
         graph.add_to_collection(tf1.GraphKeys.GLOBAL_VARIABLES, resource_variable(graph, var))
     return graph.get_tensor_by_name(f"EMA/{name}_EMA:0")

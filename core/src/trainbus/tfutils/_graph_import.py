@@ -16,7 +16,8 @@ import tensorflow as tf
 from tensorflow.core.framework import graph_pb2
 from tensorflow.python.framework import op_def_registry
 
-__all__ = ["plain_context", "new_graph_def", "Nodes", "variable_scopes", "resource_variable", "variable_store_usable"]
+__all__ = ["plain_context", "new_graph_def", "names_free", "import_nodes", "mark_names", "Nodes", "variable_scopes",
+           "resource_variable", "variable_store_usable"]
 
 
 def plain_context(graph: Any) -> bool:
@@ -42,6 +43,31 @@ def new_graph_def() -> graph_pb2.GraphDef:
     graph_def.versions.producer = tf.version.GRAPH_DEF_VERSION
     graph_def.versions.min_consumer = tf.version.GRAPH_DEF_VERSION_MIN_CONSUMER
     return graph_def
+
+
+def names_free(graph: Any, names: Any) -> bool:
+    """Whether TensorFlow's constructors would give each of ``names`` (absolute) as it is, i.e.
+    none is taken yet in ``graph``."""
+    with graph.name_scope(None):
+        return all(graph.unique_name(name, mark_as_used=False) == name for name in names)
+
+
+def import_nodes(graph_def: Any, input_map: dict | None = None) -> bool:
+    """Add ``graph_def``'s nodes, under their own names, to the default graph; False when this
+    TensorFlow refuses them (an op it does not have, an attribute of another type). The import
+    is all or nothing: refused, it added nothing."""
+    try:
+        tf.graph_util.import_graph_def(graph_def, input_map=input_map, name="")
+    except (ValueError, TypeError, tf.errors.OpError):
+        return False
+    return True
+
+
+def mark_names(graph: Any, counts: dict[str, int]) -> None:
+    """Record each of ``counts``' names (absolute) as used that many times, as TensorFlow's
+    constructors leave them (the import marks each node's name once, and no name scope)."""
+    for name, count in counts.items():
+        graph._names_in_use[name.lower()] = count
 
 
 @functools.lru_cache(maxsize=None)

@@ -25,7 +25,7 @@ import tensorflow as tf
 from tensorflow.python.training import saver as saver_lib
 from tensorflow.python.training.saving import saveable_object_util
 
-from trainbus.tfutils._graph_import import new_graph_def, plain_context
+from trainbus.tfutils._graph_import import import_nodes, mark_names, names_free, new_graph_def, plain_context
 
 tf1 = tf.compat.v1
 
@@ -89,20 +89,16 @@ def _import_restore_ops(graph: Any, saveables: list, tensors: list, name: str) -
     devices = {s._var_device for s in saveables}
     grouped = len(devices) == 1 and bool(name) and "/" not in name
     graph_def, assigns = _plan(scope, saveables, tensors, name if grouped else None)
-    if any(graph.unique_name(node.name[len(scope):], mark_as_used=False) != node.name for node in graph_def.node):
+    if not names_free(graph, [node.name for node in graph_def.node]):
         return None
     input_map = {}
     for saveable, value in zip(saveables, tensors):
         input_map[value.name] = value
         input_map[saveable.handle_op.name] = saveable.handle_op
-    try:
-        tf.graph_util.import_graph_def(graph_def, input_map=input_map, name="")
-    except (ValueError, TypeError, tf.errors.OpError):
+    if not import_nodes(graph_def, input_map):
         return None  # all or nothing: the graph is unchanged
-    # the import marked each node's name once; TensorFlow's constructors count the repeated ones
-    count = len(saveables)
-    graph._names_in_use[f"{scope}identity".lower()] = count
-    graph._names_in_use[f"{scope}assignvariableop".lower()] = count
+    # TensorFlow's constructors count the repeated base names
+    mark_names(graph, {f"{scope}Identity": len(saveables), f"{scope}AssignVariableOp": len(saveables)})
     if grouped:
         return graph.get_operation_by_name(f"{scope}{name}")
     from tensorflow.python.ops import control_flow_ops

@@ -22,7 +22,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from trainbus.tfutils._graph_import import Nodes, plain_context, resource_variable, variable_scopes, variable_store_usable
+from trainbus.tfutils._graph_import import (Nodes, import_nodes, mark_names, names_free, plain_context, resource_variable,
+                                            variable_scopes, variable_store_usable)
 
 tf1 = tf.compat.v1
 
@@ -48,8 +49,7 @@ def build(graph: Any) -> Any:
     n = Nodes()
     n.variable(_NAME, _NAME, coloc_reads=False, dtype=tf.int64)
     scopes = variable_scopes(_NAME)
-    names = [node.name for node in n.graph_def.node] + list(scopes)
-    if any(graph.unique_name(name, mark_as_used=False) != name for name in names):
+    if not names_free(graph, [node.name for node in n.graph_def.node] + list(scopes)):
         return None
     if _NAME in variable_scope._get_default_variable_store()._vars:
         return None
@@ -59,14 +59,11 @@ def build(graph: Any) -> Any:
         const, update = graph.unique_name("Const"), graph.unique_name("AssignAddVariableOp")
     n.const(const, 1, tf.int64)
     n.add(update, "AssignAddVariableOp", (_NAME, const), dtype=tf.int64.as_datatype_enum)
-    try:
-        tf.graph_util.import_graph_def(n.graph_def, name="")
-    except (ValueError, TypeError, tf.errors.OpError):
+    if not import_nodes(n.graph_def):
         graph._names_in_use.clear()
         graph._names_in_use.update(names_before)  # the import added nothing; the names are free again
         return None
-    for scope, count in scopes.items():
-        graph._names_in_use[scope.lower()] = count
+    mark_names(graph, scopes)
     variable = resource_variable(graph, _NAME, tf.int64, tf.VariableAggregation.ONLY_FIRST_REPLICA)
     graph.add_to_collection(tf1.GraphKeys.GLOBAL_VARIABLES, variable)
     graph.add_to_collection(tf1.GraphKeys.GLOBAL_STEP, variable)
