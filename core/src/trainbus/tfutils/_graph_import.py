@@ -83,13 +83,15 @@ class Nodes:
     def __init__(self) -> None:
         self.graph_def = new_graph_def()
 
-    def add(self, name: str, op: str, inputs: tuple = (), coloc: str | None = None, manual: bool = False,
-            **attrs: Any) -> str:
+    def add(self, name: str, op: str, inputs: Any = (), coloc: str | None = None, manual: bool = False,
+            device: str = "", **attrs: Any) -> str:
         """``manual``: the node has the ``_has_manual_control_dependencies`` mark that
         TensorFlow's variable updates get. Attributes: bool, bytes, ``shape`` (a scalar), an
         empty list, else a dtype enum."""
         node = self.graph_def.node.add()
         node.name, node.op = name, op
+        if device:
+            node.device = device
         node.input.extend(inputs)
         if manual:
             node.attr["_has_manual_control_dependencies"].b = True

@@ -25,7 +25,7 @@ import tensorflow as tf
 from tensorflow.python.training import saver as saver_lib
 from tensorflow.python.training.saving import saveable_object_util
 
-from trainbus.tfutils._graph_import import import_nodes, mark_names, names_free, new_graph_def, plain_context
+from trainbus.tfutils._graph_import import Nodes, import_nodes, mark_names, names_free, plain_context
 
 tf1 = tf.compat.v1
 
@@ -54,31 +54,22 @@ def _plan(scope: str, saveables: list, tensors: list, group_name: str | None) ->
     """The ``Identity`` and ``AssignVariableOp`` nodes (names relative to ``scope``, which
     ends with ``/``) and, when ``group_name`` is given (every variable on one device), the
     ``NoOp`` grouping them; returns the GraphDef and the assignments' names."""
-    graph_def = new_graph_def()
+    n = Nodes()
     assigns = []
     for i, (saveable, value) in enumerate(zip(saveables, tensors)):
         suffix = f"_{i}" if i else ""
         device = saveable._var_device
         dtype = value.dtype.as_datatype_enum
-        ident = graph_def.node.add()
-        ident.name, ident.op, ident.device = f"{scope}Identity{suffix}", "Identity", device
-        ident.input.append(value.op.name if value.value_index == 0 else value.name)
-        ident.attr["T"].type = dtype
-        assign = graph_def.node.add()
-        assign.name, assign.op, assign.device = f"{scope}AssignVariableOp{suffix}", "AssignVariableOp", device
+        ident = n.add(f"{scope}Identity{suffix}", "Identity", (value.op.name if value.value_index == 0 else value.name,),
+                      device=device, T=dtype)
         handle = saveable.handle_op
-        assign.input.extend([handle.op.name if handle.value_index == 0 else handle.name, ident.name])
-        assign.attr["validate_shape"].b = False
-        assign.attr["dtype"].type = dtype
-        if group_name is not None:
-            # group() marks each op it makes a control input of
-            assign.attr["_has_manual_control_dependencies"].b = True
-        assigns.append(assign.name)
+        # with a group, group() marks each op it makes a control input of
+        assigns.append(n.add(f"{scope}AssignVariableOp{suffix}", "AssignVariableOp",
+                             (handle.op.name if handle.value_index == 0 else handle.name, ident),
+                             manual=group_name is not None, device=device, validate_shape=False, dtype=dtype))
     if group_name is not None:
-        group = graph_def.node.add()
-        group.name, group.op, group.device = f"{scope}{group_name}", "NoOp", saveables[0]._var_device
-        group.input.extend("^" + name for name in assigns)
-    return graph_def, assigns
+        n.add(f"{scope}{group_name}", "NoOp", ["^" + name for name in assigns], device=saveables[0]._var_device)
+    return n.graph_def, assigns
 
 
 def _import_restore_ops(graph: Any, saveables: list, tensors: list, name: str) -> Any:
