@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from subprocs import communicate_within, kill_group, signal_when, start_in_session, trainbus_train, wait_for
+from subprocs import (communicate_within, default_signal_dispositions, kill_group, signal_when, start_in_session,
+                      trainbus_train, wait_for)
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -182,8 +183,9 @@ def test_second_signal_while_the_first_ones_exception_unwinds_says_so_once(watch
     case above can also run into when its first signal comes just before TensorFlow blocks)."""
     import subprocess
 
+    # SIGINT with its default disposition even where the suite runs as a background job (SIGINT ignored)
     proc = subprocess.run([sys.executable, "-c", _SECOND_WHILE_UNWINDING, watcher], capture_output=True, text=True,
-                          timeout=STOP_LIMIT)
+                          timeout=STOP_LIMIT, preexec_fn=default_signal_dispositions)
     assert proc.returncode == -signal.SIGINT, (proc.returncode, proc.stdout, proc.stderr[-3000:])
     lines = [ln for ln in proc.stderr.splitlines() if "terminating now" in ln]
     assert lines == ["trainbus: second signal (SIGINT) before training started; terminating now"], proc.stderr[-3000:]
