@@ -178,14 +178,17 @@ def test_start_proc_mask_signal_children_ignore_sigint():
     ctx = mp.get_context("spawn")
     ready = ctx.Event()
     p = ctx.Process(target=_sleeper, args=(ready,), daemon=True)
-    start_proc_mask_signal(p)
+    # a handler of the test's own (the runner's may be SIG_IGN already: a background job of a shell)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
+        start_proc_mask_signal(p)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the parent's handler is back
         assert ready.wait(30)
         os.kill(p.pid, signal.SIGINT)
         p.join(0.3)
         assert p.is_alive()  # SIGINT was ignored
-        assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN  # the parent's handler is back
     finally:
+        signal.signal(signal.SIGINT, previous)
         p.kill()
         p.join(10)
     assert p.exitcode == -signal.SIGKILL

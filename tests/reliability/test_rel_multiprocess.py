@@ -122,6 +122,17 @@ class HvdJob:
 
 
 def _hvd_stopped(out: Path, rc: int, log: str, took: float, signame: str, signalled: str) -> tuple[dict, dict]:
+    """The checks of a job stopped by a signal; a failed one also shows the job's log and which
+    of the ranks' record files exist (a flake under load must be readable from one run's output)."""
+    try:
+        return _check_hvd_stopped(out, rc, log, took, signame, signalled)
+    except (AssertionError, OSError, ValueError) as e:
+        files = sorted(p.name for p in out.glob("*_rank*"))
+        raise AssertionError(f"{type(e).__name__}: {e}\nrc={rc}, took {took:.1f} s, record files {files}\n"
+                             f"job log (tail):\n{log[-4000:]}") from e
+
+
+def _check_hvd_stopped(out: Path, rc: int, log: str, took: float, signame: str, signalled: str) -> tuple[dict, dict]:
     assert took < STOP_LIMIT, f"stopping took {took:.1f} s"
     assert rc != 0, log[-3000:]
     e0, e1 = _read(out / "end_rank0.json"), _read(out / "end_rank1.json")
@@ -177,7 +188,8 @@ def test_horovod_signal_to_one_rank_stops_every_rank(tmp_path, request, rank, si
         out = tmp_path / "hvd"
         rc, log, took = _stop_hvd_job(out, rank, sig, "ready")
     _hvd_stopped(out, rc, log, took, signal.Signals(sig).name, f"rank {rank}")
-    assert f"[{1 - rank}]<stderr>:trainbus: training interrupted by {signal.Signals(sig).name} received by rank {rank}" in log
+    expected = f"[{1 - rank}]<stderr>:trainbus: training interrupted by {signal.Signals(sig).name} received by rank {rank}"
+    assert expected in log, log[-4000:]
 
 
 def test_horovod_signal_to_horovodrun_stops_every_rank(tmp_path):

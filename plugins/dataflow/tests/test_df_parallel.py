@@ -16,6 +16,7 @@ import psutil
 import pytest
 
 import trainbus.dataflow as df
+from subprocs import default_signal_dispositions  # tests/_support
 from trainbus.dataflow import (BatchData, DataFlowTerminated, DataFromDict, DataFromList, MapData,
                                MultiProcessMapAndBatchData, MultiProcessMapData, MultiProcessMapDataZMQ,
                                MultiProcessRunner, MultiProcessRunnerZMQ, MultiThreadMapData, MultiThreadRunner)
@@ -270,8 +271,9 @@ _PARENT = textwrap.dedent("""
 def _start_parent(tmp_path):
     script = tmp_path / "parent.py"
     script.write_text(_PARENT)
+    # SIGINT with its default disposition even where the suite runs as a background job (SIGINT ignored)
     p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+                         start_new_session=True, preexec_fn=default_signal_dispositions)
     line = p.stdout.readline()
     while line and not line.startswith("PIDS "):  # skip log lines
         line = p.stdout.readline()
