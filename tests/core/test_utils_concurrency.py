@@ -182,15 +182,17 @@ def test_start_proc_mask_signal_children_ignore_sigint():
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         start_proc_mask_signal(p)
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the parent's handler is back
-        assert ready.wait(30)
-        os.kill(p.pid, signal.SIGINT)
-        p.join(0.3)
-        assert p.is_alive()  # SIGINT was ignored
+        try:
+            assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the parent's handler is back
+            assert ready.wait(30)
+            os.kill(p.pid, signal.SIGINT)
+            p.join(0.3)
+            assert p.is_alive()  # SIGINT was ignored
+        finally:
+            p.kill()
+            p.join(10)
     finally:
         signal.signal(signal.SIGINT, previous)
-        p.kill()
-        p.join(10)
     assert p.exitcode == -signal.SIGKILL
 
 
