@@ -61,8 +61,9 @@ class SlowSteps(Callback):
     def _trigger_step(self) -> None:
         import time
 
-        with open(self.marker, "w") as f:
-            f.write(str(self.trainer.global_step))
+        from trainbus.utils.fs import atomic_write_text
+
+        atomic_write_text(self.marker, str(self.trainer.global_step))  # never seen empty or half written
         time.sleep(self.seconds)
 '''
 
@@ -251,7 +252,10 @@ def test_sigterm_then_the_same_command_continues(rundir) -> None:
         deadline = time.monotonic() + 150
         marker = rundir / "steps.txt"
         # in epoch 2, after its first step: the final checkpoint will be in the middle of an epoch
-        while not (marker.exists() and marker.read_text().strip().isdigit() and int(marker.read_text()) >= 5):
+        while True:
+            text = marker.read_text().strip() if marker.exists() else ""  # read once: the step it says
+            if text.isdigit() and int(text) >= 5:
+                break
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "the run did not reach step 5 in time"
             time.sleep(0.02)

@@ -111,8 +111,11 @@ class Ready(Callback):
         atexit.register(_leftovers, self.path + ".end")
 
     def _trigger(self) -> None:
-        with open(self.path + ".last", "w", encoding="utf-8") as f:
+        # replaced whole: a test reading it never sees it empty or half written
+        last = self.path + ".last"
+        with open(last + ".tmp", "w", encoding="utf-8") as f:
             f.write(f"{self.global_step}\n")
+        os.replace(last + ".tmp", last)
         if not self._done:
             runner = RUNNERS[-1]
             pids = STARTED.get(id(runner), runner.worker_pids)
