@@ -176,6 +176,53 @@ def test_a_signal_to_a_worker_names_the_chiefs_final_checkpoint(tmp_path):
     assert lines["ps"] == "training interrupted by SIGTERM received by worker 1", lines["ps"]
 
 
+_SERVE_COUNTS = """
+import sys, threading, time
+import tensorflow as tf
+from trainbus_trainers_distributed.trainers import _done_queue, serve_parameter_server
+
+tf1 = tf.compat.v1
+ps, w0, w1 = sys.argv[1:4]
+cluster = tf1.train.ClusterSpec({"ps": [f"127.0.0.1:{ps}"], "worker": [f"127.0.0.1:{w0}", f"127.0.0.1:{w1}"]})
+server = tf1.train.Server(cluster, job_name="ps", task_index=0)
+g = tf.Graph()
+with g.as_default():
+    queue = _done_queue(0, 2)
+    report = [queue.enqueue([tf.constant(i)]) for i in range(2)]  # what each worker runs at its end
+    size = queue.size()
+sess = tf1.Session(server.target, graph=g, config=tf1.ConfigProto(device_filters=["/job:ps/task:0"]))
+
+
+def workers_finish():
+    for op in report:
+        time.sleep(0.7)  # the ps polls meanwhile
+        sess.run(op)
+
+
+threading.Thread(target=workers_finish, daemon=True).start()
+t0 = time.monotonic()
+serve_parameter_server(server, timeout=60)
+print("SERVED", round(time.monotonic() - t0, 2), int(sess.run(size)))
+"""
+
+
+def test_parameter_server_counts_the_workers_done_without_taking_their_reports(tmp_path):
+    """A real ps server in its own process; two "workers" report done 0.7 s apart. The ps returns
+    once both have reported, well before its time limit, and both reports are still in the queue.
+    It reads the queue's size rather than dequeuing with a time limit: such a dequeue can take a
+    report in the instant its run gives up, losing it. A full-suite run under load once hung
+    that way: both workers had reported, the ps waited until the test killed it."""
+    proc = subprocess.run([sys.executable, "-c", _SERVE_COUNTS, *map(str, free_ports(3))], capture_output=True,
+                          text=True, timeout=120, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("SERVED ")]
+    assert line, (proc.stdout[-2000:], proc.stderr[-2000:])
+    took, left = float(line[0].split()[1]), int(line[0].split()[2])
+    assert 1.3 <= took < 30, took  # waited for the second report, and not until the time limit
+    assert left == 2, left  # counted, not taken
+    assert "all 2 workers finished" in proc.stderr + proc.stdout
+
+
 # ---------------------------------------------------------------- in-process
 
 

@@ -96,6 +96,11 @@ def serve_parameter_server(server: Any, timeout: float | None = None) -> None:
     """Serve as a ps task until every worker reported that it finished (each worker
     enqueues a token into a shared-name queue on every ps task at the end of training).
 
+    The ps counts the tokens by reading the queue's size, a few times a second; it never
+    dequeues them. A dequeue run with a time limit could take a token in the same instant its
+    run gave up, and that token would be lost. The ps would then wait forever for a worker
+    that had already reported.
+
     :param timeout: give up (with a warning) after this many seconds; None waits forever.
     """
     cluster, job, task = _cluster_of(server)
@@ -104,7 +109,7 @@ def serve_parameter_server(server: Any, timeout: float | None = None) -> None:
     nr_workers = len(cluster.job_tasks("worker"))
     g = tf.Graph()
     with g.as_default():
-        deq = _done_queue(task, nr_workers).dequeue()
+        reported = _done_queue(task, nr_workers).size()
         # the workers' stop vector (same name on ps task 0: the same variable)
         stop_var = _stop_variable(nr_workers)
         code_ph = tf1.placeholder(tf.int32, [nr_workers])
@@ -124,7 +129,7 @@ def serve_parameter_server(server: Any, timeout: float | None = None) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
             if signal.getsignal(sig) not in (signal.SIG_IGN, None):
                 previous[sig] = signal.signal(sig, on_signal)
-    # short waits, so that a signal is acted on within half a second
+    # short runs and waits, so that a signal is acted on within half a second
     poll = tf1.RunOptions(timeout_in_ms=500)
     deadline = time.monotonic() + timeout if timeout else None
     asked = False
@@ -145,13 +150,15 @@ def serve_parameter_server(server: Any, timeout: float | None = None) -> None:
                     except tf.errors.OpError:
                         pass  # the workers have not initialized the variables yet: try again
                 try:
-                    sess.run(deq, options=poll)
-                    done += 1
+                    done = int(sess.run(reported, options=poll))
                 except tf.errors.DeadlineExceededError:
+                    pass  # this task is busy serving the workers' steps: ask again
+                if done < nr_workers:
                     if deadline is not None and time.monotonic() > deadline:
                         logger.warning(f"Parameter server task {task}: only {done} of {nr_workers} workers reported "
                                        f"done within {timeout} s; stopping anyway.")
                         return
+                    time.sleep(0.2)
             stop = None
             if task == 0:
                 try:
