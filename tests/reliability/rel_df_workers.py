@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 from trainbus.callbacks.base import Callback
+from trainbus.utils.fs import atomic_write_text
 
 #: the runners made by data() in this process, newest last
 RUNNERS: list = []
@@ -111,17 +112,12 @@ class Ready(Callback):
         atexit.register(_leftovers, self.path + ".end")
 
     def _trigger(self) -> None:
-        # replaced whole: a test reading it never sees it empty or half written
-        last = self.path + ".last"
-        with open(last + ".tmp", "w", encoding="utf-8") as f:
-            f.write(f"{self.global_step}\n")
-        os.replace(last + ".tmp", last)
+        # both replaced whole: a test reading them never sees them empty or half written
+        atomic_write_text(self.path + ".last", f"{self.global_step}\n")
         if not self._done:
             runner = RUNNERS[-1]
             pids = STARTED.get(id(runner), runner.worker_pids)
-            tmp = self.path + ".tmp"
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump({"step": self.global_step, "pids": pids, "pipe_dir": getattr(runner, "pipe_dir", None)}, f)
-            os.replace(tmp, self.path)
+            atomic_write_text(self.path, json.dumps({"step": self.global_step, "pids": pids,
+                                                     "pipe_dir": getattr(runner, "pipe_dir", None)}))
             self._done = True
         time.sleep(self.sleep)
