@@ -211,9 +211,12 @@ class InputSource:
         """How errors name this input source: ``str(self)``, and the source it is wrapped in."""
         return str(self) if self._wrapped_by is None else f"{self} (inside {self._wrapped_by})"
 
+    def name_scope_name(self) -> str:
+        """The absolute name scope this input source makes its ops in (``cached_name_scope``)."""
+        return self._name_scope or type(self).__name__
+
     def cached_name_scope(self) -> Any:
-        name = self._name_scope or type(self).__name__
-        return tf1.name_scope(name + "/")
+        return tf1.name_scope(self.name_scope_name() + "/")
 
     def __str__(self) -> str:
         return type(self).__name__

@@ -163,7 +163,17 @@ class _QueueSizeStat(Callback):
         self._args: Any = None
 
     def _setup_graph(self) -> None:
+        from trainbus.tfutils import _queue_size_graph
+
         d = self.DECAY
+        graph = tf1.get_default_graph()
+        if _queue_size_graph.usable(graph, self._src._size_op):
+            # the nodes the code below would make, imported at once (see _queue_size_graph)
+            built = _queue_size_graph.build(graph, self._src.name_scope_name(), self._src._size_op, d)
+            if built is not None:
+                self._init, ema = built
+                self._args = tf1.train.SessionRunArgs(fetches=ema.op)
+                return
         # in no collection: neither saved nor initialized with the model's variables (a worker of a
         # distributed job has no local variables to initialize); this callback initializes them
         with tf1.name_scope(None), self._src.cached_name_scope():

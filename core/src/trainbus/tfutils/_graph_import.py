@@ -1,4 +1,5 @@
-"""What the graph-import fast paths (``_ema_graph``, ``_saver_graph``, ``_step_graph``) share.
+"""What the graph-import fast paths (``_ema_graph``, ``_saver_graph``, ``_step_graph``,
+``_queue_size_graph``) share.
 
 Each writes nodes as ``NodeDef``s and adds them with one ``import_graph_def`` instead of
 TensorFlow's Python op constructors, which cost about 0.25 ms per node on the development
@@ -77,6 +78,10 @@ def _var_handle_has_debug_name() -> bool:
     return op_def is not None and any(a.name == "debug_name" for a in op_def.attr)
 
 
+#: the name of a variable's initial value node under ``<variable>/Initializer/``, by what made it
+_INITIAL_VALUE = {"get_variable": "zeros", "Variable": "initial_value"}
+
+
 class Nodes:
     """A GraphDef being written; each ``add`` returns the new node's name."""
 
@@ -123,18 +128,23 @@ class Nodes:
             tensor.float_val.append(number)
         return name
 
-    def variable(self, name: str, coloc: str, coloc_reads: bool, dtype: Any = tf.float32) -> str:
+    def variable(self, name: str, coloc: str, coloc_reads: bool, dtype: Any = tf.float32,
+                 made_by: str = "get_variable") -> str:
         """A scalar resource variable of ``dtype`` initialized to 0, as ``get_variable`` makes
         it: its handle colocated with ``coloc``, and its initialization check and read too when
-        ``coloc_reads`` (variables made under ``colocate_vars_with``)."""
+        ``coloc_reads`` (variables made under ``colocate_vars_with``). With ``made_by="Variable"``,
+        as ``tf.compat.v1.Variable(0.0, ...)`` makes it instead: the initial value's node is
+        ``Initializer/initial_value`` and the initializing assignment carries the mark of a
+        variable update."""
         enum = dtype.as_datatype_enum
-        init = self.const(f"{name}/Initializer/zeros", 0, dtype, coloc=coloc)
+        init = self.const(f"{name}/Initializer/{_INITIAL_VALUE[made_by]}", 0, dtype, coloc=coloc)
         extra = {"debug_name": f"{name}/".encode()} if _var_handle_has_debug_name() else {}
         self.add(name, "VarHandleOp", coloc=coloc, container=b"", shared_name=name.encode(), shape=(),
                  allowed_devices=[], dtype=enum, **extra)
         self.add(f"{name}/IsInitialized/VarIsInitializedOp", "VarIsInitializedOp", (name,),
                  coloc=coloc if coloc_reads else None)
-        self.add(f"{name}/Assign", "AssignVariableOp", (name, init), dtype=enum, validate_shape=False)
+        self.add(f"{name}/Assign", "AssignVariableOp", (name, init), manual=made_by == "Variable", dtype=enum,
+                 validate_shape=False)
         self.add(f"{name}/Read/ReadVariableOp", "ReadVariableOp", (name,), coloc=coloc if coloc_reads else None,
                  dtype=enum)
         return name
