@@ -10,13 +10,15 @@ makes it read the variable, so that every path starts from the value the variabl
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 import tensorflow as tf
 
 from trainbus.callbacks import Callback
 from trainbus.testing import HookRecorder, TinyModel, train_tiny
 from trainbus.tfutils import common
-from trainbus.tfutils.sesscreate import CountingSession, NewSessionCreator
+from trainbus.tfutils.sesscreate import INIT_WITH_VARIABLES, CountingSession, NewSessionCreator, not_counted
 from trainbus.train.simple import SimpleTrainer
 
 tf1 = tf.compat.v1
@@ -181,4 +183,85 @@ def test_the_counting_session_counts_every_kind_of_request():
         h = sess.partial_run_setup([add], [x])
         assert sess.partial_run(h, add, feed_dict={x: 2.0}) == 3.0
         assert g() == 3.0
+        sess.close()
+
+
+def test_a_training_fed_by_a_queue_knows_it_without_reading(reads):
+    """QueueInput's enqueue thread makes its callable outside the count (an enqueue of fed
+    placeholders changes no variable), and its statistic's variables are initialized with the
+    others (``INIT_WITH_VARIABLES``): nothing runs between the initialization and the first step
+    that could change the global step, so it is not read."""
+    from trainbus.callbacks import MergeAllSummaries
+
+    rec = HookRecorder()
+    trainer = train_tiny([rec], max_epoch=2, steps_per_epoch=3, feed=False, extra_callbacks=[MergeAllSummaries()])
+    assert reads == []
+    assert _steps(rec) == [1, 2, 3, 4, 5, 6]
+    assert trainer.sess.ran_with_variables == frozenset({"QueueInput/queue_size_init"})
+    assert [op.name for op in trainer.graph.get_collection(INIT_WITH_VARIABLES)] == ["QueueInput/queue_size_init"]
+    values = [v for _, v in trainer.monitors.get_history("QueueInput/queue_size")]
+    assert len(values) == 2 and all(0.0 <= v <= 50.0 for v in values)
+
+
+def test_a_queue_statistic_under_another_session_creator_initializes_itself(reads):
+    """A session another creator made did not run ``INIT_WITH_VARIABLES``: the statistic's
+    callback initializes its variables in before_train (else the first step would fail on them)."""
+    from trainbus.input_source import QueueInput
+    from trainbus.testing import tiny_dataflow
+    from trainbus.train.config import TrainConfig
+    from trainbus.train.interface import launch_train_with_config
+
+    class Creator(tf1.train.SessionCreator):
+        def create_session(self):
+            sess = tf1.Session()
+            sess.run(tf1.global_variables_initializer())
+            return sess
+
+    trainer = SimpleTrainer()
+    launch_train_with_config(TrainConfig(model=TinyModel(), data=QueueInput(tiny_dataflow()), max_epoch=2,
+                                         steps_per_epoch=3, session_creator=Creator()), trainer)
+    assert trainer.global_step == 6
+    values = [v for _, v in trainer.monitors.get_history("QueueInput/queue_size")]
+    assert len(values) == 2 and all(0.0 <= v <= 50.0 for v in values)
+
+
+def test_the_creator_runs_the_collected_initializers_with_the_variables():
+    with tf.Graph().as_default() as g:
+        v = tf1.get_variable("v", [], initializer=tf1.zeros_initializer())
+        side = tf1.Variable(5.0, collections=[], name="side")  # in no collection: only its op initializes it
+        g.add_to_collection(INIT_WITH_VARIABLES, side.initializer)
+        sess = NewSessionCreator().create_session()
+        assert sess.runs_after_init == sess.runs == 1  # one run for all of them
+        assert sess.ran_with_variables == frozenset({side.initializer.name})
+        assert sess.run([v, side]) == [0.0, 5.0]
+        sess.close()
+
+
+def test_requests_not_counted_are_this_threads_only():
+    with tf.Graph().as_default() as g:
+        v = tf1.get_variable("v", [], initializer=tf1.zeros_initializer())
+        plus, twice = v + 1.0, v * 2.0
+        sess = NewSessionCreator().create_session()
+        runs = sess.runs
+        with not_counted(sess):
+            sess.make_callable(v.read_value())
+            sess.run(v)
+            inside, go = threading.Event(), threading.Event()
+
+            def other():  # another thread's requests meanwhile are counted
+                with g.as_default():
+                    sess.run(plus)
+                inside.set()
+                go.wait(30)
+
+            t = threading.Thread(target=other)
+            t.start()
+            assert inside.wait(30)
+        go.set()
+        t.join(30)
+        assert sess.runs == runs + 1
+        sess.run(twice)  # counted again once the block ends
+        assert sess.runs == runs + 2
+        with not_counted(tf1.Session()):  # another session: nothing to count, nothing changes
+            pass
         sess.close()

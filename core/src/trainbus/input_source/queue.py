@@ -14,6 +14,7 @@ from trainbus.callbacks.base import Callback
 from trainbus.dataflow import dataflow_len, repeat_forever
 from trainbus.input_source.base import FeedfreeInput, build_or_reuse_placeholder, explain_datapoint, inputs_of
 from trainbus.input_source.feed import FeedInput
+from trainbus.tfutils.sesscreate import INIT_WITH_VARIABLES, not_counted
 from trainbus.utils import logger
 from trainbus.utils.concurrency import add_wait_interrupt, remove_wait_interrupt, wait_interrupted
 
@@ -84,6 +85,12 @@ class _EnqueueThread(threading.Thread):
         self.skip = 0  # datapoints to pass over before the first enqueue
 
     def run(self) -> None:
+        # this thread's requests (enqueues of fed placeholders, closing the queue) change no
+        # variable: the trainer still knows the global step without reading it
+        with not_counted(self.sess):
+            self._enqueue_all()
+
+    def _enqueue_all(self) -> None:
         try:
             it = repeat_forever(self.ds)
             for _ in range(self.skip):
@@ -154,7 +161,9 @@ class _QueueSizeStat(Callback):
     waiting in the queue, updated at every step (in the step's own ``Session.run``), and
     summarized as the scalar ``QueueInput/queue_size`` (written by ``MergeAllSummaries`` with the
     other summaries): a queue near 0 means the model waits for the dataflow. Its state is in two
-    variables of no collection, so checkpoints do not depend on the input source."""
+    variables of no collection, so checkpoints do not depend on the input source. Their
+    initializer is run by ``NewSessionCreator`` with the variables' (``INIT_WITH_VARIABLES``),
+    else by this callback before training."""
 
     DECAY = 0.5
 
@@ -165,31 +174,37 @@ class _QueueSizeStat(Callback):
     def _setup_graph(self) -> None:
         from trainbus.tfutils import _queue_size_graph
 
-        d = self.DECAY
         graph = tf1.get_default_graph()
+        built = None
         if _queue_size_graph.usable(graph, self._src._size_op):
-            # the nodes the code below would make, imported at once (see _queue_size_graph)
-            built = _queue_size_graph.build(graph, self._src.name_scope_name(), self._src._size_op, d)
-            if built is not None:
-                self._init, ema = built
-                self._args = tf1.train.SessionRunArgs(fetches=ema.op)
-                return
+            # the nodes _build() makes, imported at once (see _queue_size_graph)
+            built = _queue_size_graph.build(graph, self._src.name_scope_name(), self._src._size_op, self.DECAY)
+        self._init, ema = built if built is not None else self._build()
+        self._args = tf1.train.SessionRunArgs(fetches=ema.op)
+        graph.add_to_collection(INIT_WITH_VARIABLES, self._init)
+
+    def _build(self) -> tuple[Any, Any]:
+        """(the initializer of the average's variables, the tensor updating it), made with
+        TensorFlow's constructors."""
+        d = self.DECAY
         # in no collection: neither saved nor initialized with the model's variables (a worker of a
-        # distributed job has no local variables to initialize); this callback initializes them
+        # distributed job has no local variables to initialize)
         with tf1.name_scope(None), self._src.cached_name_scope():
             size = tf.cast(self._src._size_op, tf.float32, name="queue_size")
             biased = tf1.Variable(0.0, trainable=False, collections=[], name="queue_size_biased")
             count = tf1.Variable(0.0, trainable=False, collections=[], name="queue_size_count")
-            self._init = tf1.variables_initializer([biased, count], name="queue_size_init")
+            init = tf1.variables_initializer([biased, count], name="queue_size_init")
             new_biased = tf1.assign(biased, biased * d + size * (1.0 - d))
             new_count = tf1.assign_add(count, 1.0)
             ema = tf.identity(new_biased / (1.0 - tf.pow(d, new_count)), name="queue_size_EMA")
         with tf1.name_scope(None):
             tf1.summary.scalar(size.op.name + "-summary", ema)
-        self._args = tf1.train.SessionRunArgs(fetches=ema.op)
+        return init, ema
 
     def _before_train(self) -> None:
-        self.trainer.sess.run(self._init)
+        sess = self.trainer.sess
+        if self._init.name not in getattr(sess, "ran_with_variables", ()):
+            sess.run(self._init)  # a session creator other than NewSessionCreator made the session
 
     def _before_run(self, ctx: Any) -> Any:
         return self._args

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import contextlib
+import threading
+from typing import Any, Callable, Iterator
 
 import tensorflow as tf
 
@@ -11,7 +13,13 @@ from trainbus.tfutils.common import get_default_sess_config
 tf1 = tf.compat.v1
 
 __all__ = ["NewSessionCreator", "ReuseSessionCreator", "SessionCreatorAdapter"]
-# also here, outside tensorpack's names: CountingSession
+# also here, outside tensorpack's names: CountingSession, INIT_WITH_VARIABLES, not_counted
+
+#: the graph collection of initializer ops that :class:`NewSessionCreator` runs together with the
+#: variables' initializers (in the same ``Session.run``), for state that is in no variable
+#: collection (``QueueInput``'s statistic). Whoever adds an op must still run it where
+#: ``ran_with_variables`` of the session does not name it: other session creators do not run it.
+INIT_WITH_VARIABLES = "trainbus_init_with_variables"
 
 
 class NewSessionCreator(tf1.train.SessionCreator):
@@ -28,7 +36,10 @@ class NewSessionCreator(tf1.train.SessionCreator):
     def create_session(self) -> Any:
         sess = CountingSession(target=self.target, config=self.config)
         with sess.graph.as_default():
-            sess.run([tf1.global_variables_initializer(), tf1.local_variables_initializer(), tf1.tables_initializer()])
+            extra = sess.graph.get_collection(INIT_WITH_VARIABLES)
+            sess.run([tf1.global_variables_initializer(), tf1.local_variables_initializer(), tf1.tables_initializer(),
+                      *extra])
+        sess.ran_with_variables = frozenset(op.name for op in extra)
         sess.runs_after_init = sess.runs
         return sess
 
@@ -47,10 +58,33 @@ class CountingSession(tf1.Session):
     runs = 0
     #: ``runs`` once the creator initialized the variables (None: made by someone else)
     runs_after_init: int | None = None
+    #: the names of the ops of ``INIT_WITH_VARIABLES`` the creator ran with the variables' initializers
+    ran_with_variables: frozenset = frozenset()
+    #: per thread: whether its requests are left out of ``runs`` (:func:`not_counted`)
+    _quiet = threading.local()
 
     def _extend_graph(self) -> None:
-        self.runs += 1
+        if not getattr(self._quiet, "on", False):
+            self.runs += 1
         super()._extend_graph()
+
+
+@contextlib.contextmanager
+def not_counted(sess: Any) -> Iterator[None]:
+    """The requests this thread makes of ``sess`` meanwhile are left out of its ``runs`` (a
+    :class:`CountingSession`'s; any other session is left alone). Only for requests whose ops
+    cannot change any variable, such as an input queue's enqueue of fed placeholders: the
+    trainer then still knows the global step without reading it."""
+    if not isinstance(sess, CountingSession):
+        yield
+        return
+    quiet = CountingSession._quiet
+    before = getattr(quiet, "on", False)
+    quiet.on = True
+    try:
+        yield
+    finally:
+        quiet.on = before
 
 
 class ReuseSessionCreator(tf1.train.SessionCreator):
