@@ -164,3 +164,23 @@ def test_the_value_set_before_training_is_in_effect_but_puts_no_statistic_at_ste
     assert lr.values == pytest.approx([0.5] * STEPS + [0.2] * STEPS, rel=1e-6)
     assert mon.scalars and all(step > 0 for _, _, step in mon.scalars)
     assert [(v, step) for name, v, step in mon.scalars if name == "learning_rate"] == [(pytest.approx(0.2), STEPS)]
+
+
+@pytest.mark.parametrize("schedule, starting_epoch, reads, used", [
+    ([(0, 0.5), (2, 0.05)], 1, 0, 0.5),  # the value of this point is set: nothing to read back
+    ([(1, 0.5), (5, 0.05)], 3, 1, 0.5),  # between points: the value in effect is read, compared and set
+])
+def test_the_param_is_read_before_training_only_when_nothing_was_set(logdir, monkeypatch, schedule, starting_epoch,
+                                                                    reads, used):
+    """Each read of the param is a Session.run of its own before the first step; after setting
+    the scheduled value of the starting point there is nothing to compare."""
+    from trainbus_param._params import GraphVarParam
+
+    got = []
+    real = GraphVarParam.get_value
+    monkeypatch.setattr(GraphVarParam, "get_value", lambda self: got.append(1) or real(self))
+    lr = LRPerEpoch()
+    train_tiny(callbacks=[C.ScheduledHyperParamSetter("learning_rate", schedule), lr], starting_epoch=starting_epoch,
+               max_epoch=starting_epoch)
+    assert len(got) == reads
+    assert lr.values == _approx({starting_epoch: used})

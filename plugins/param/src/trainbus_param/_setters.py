@@ -280,8 +280,11 @@ class ScheduledHyperParamSetter(HyperParamSetter):
         v = self._value_at(point)
         self._note(v)
         if v is not None:
+            # the schedule's value for this point is set now: there is nothing to check (reading
+            # the param back would cost a run of its own before the first step)
             self._apply(v, put=False)
-        self._check_value_at_beginning(point)
+        else:
+            self._check_value_at_beginning(point)
 
     def _check_value_at_beginning(self, point: int) -> None:
         """When training starts past a scheduled point (a later ``starting_epoch``, a restored
