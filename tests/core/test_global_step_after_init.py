@@ -264,4 +264,10 @@ def test_requests_not_counted_are_this_threads_only():
         assert sess.runs == runs + 2
         with not_counted(tf1.Session()):  # another session: nothing to count, nothing changes
             pass
+        other_sess = NewSessionCreator().create_session()
+        with not_counted(other_sess):  # only the session named is left uncounted
+            sess.run(plus)
+            other_sess.run(plus)
+        assert sess.runs == runs + 3 and other_sess.runs == other_sess.runs_after_init
+        other_sess.close()
         sess.close()

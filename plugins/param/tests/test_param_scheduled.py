@@ -184,3 +184,39 @@ def test_the_param_is_read_before_training_only_when_nothing_was_set(logdir, mon
                max_epoch=starting_epoch)
     assert len(got) == reads
     assert lr.values == _approx({starting_epoch: used})
+
+
+def test_setting_the_param_before_training_leaves_the_global_step_known(logdir, monkeypatch):
+    """The setter's assignment of a variable other than the global step is left out of the
+    session's count of requests: the trainer still knows the global step without reading it."""
+    from trainbus.tfutils import common
+
+    reads = []
+    real = common.get_global_step_value
+    monkeypatch.setattr(common, "get_global_step_value", lambda: reads.append(1) or real())
+    lr = LRPerStep()
+    trainer = train_tiny(callbacks=[C.ScheduledHyperParamSetter("learning_rate", [(0, 0.5), (1, 0.2)]), lr],
+                         max_epoch=2)
+    assert reads == []
+    assert lr.values == pytest.approx([0.5] * STEPS + [0.2] * STEPS, rel=1e-6)
+    assert trainer.global_step == 2 * STEPS
+
+
+def test_only_requests_that_touch_nothing_else_are_left_out_of_the_count():
+    import tensorflow as tf
+
+    from trainbus_param._params import GraphVarParam
+
+    tf1 = tf.compat.v1
+    with tf.Graph().as_default():
+        lr = tf1.get_variable("learning_rate", initializer=0.1, trainable=False)
+        tf1.train.get_or_create_global_step()
+        params = {name: GraphVarParam(name) for name in ("learning_rate", "global_step")}
+        for p in params.values():
+            p.setup_graph()
+        bump = tf1.assign_add(lr, 1.0)
+        with tf1.control_dependencies([bump]):  # setting it would run the bump too
+            params["under a control dependency"] = GraphVarParam("learning_rate")
+            params["under a control dependency"].setup_graph()
+    assert {name: p._own_runs for name, p in params.items()} == \
+        {"learning_rate": True, "global_step": False, "under a control dependency": False}

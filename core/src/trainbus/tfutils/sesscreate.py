@@ -64,7 +64,7 @@ class CountingSession(tf1.Session):
     _quiet = threading.local()
 
     def _extend_graph(self) -> None:
-        if not getattr(self._quiet, "on", False):
+        if getattr(self._quiet, "sess", None) is not self:
             self.runs += 1
         super()._extend_graph()
 
@@ -79,12 +79,12 @@ def not_counted(sess: Any) -> Iterator[None]:
         yield
         return
     quiet = CountingSession._quiet
-    before = getattr(quiet, "on", False)
-    quiet.on = True
+    before = getattr(quiet, "sess", None)
+    quiet.sess = sess
     try:
         yield
     finally:
-        quiet.on = before
+        quiet.sess = before
 
 
 class ReuseSessionCreator(tf1.train.SessionCreator):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from typing import Any, Sequence
 
@@ -62,6 +63,7 @@ class GraphVarParam(HyperParam):
         self.var: Any = None
         self._ph: Any = None
         self._assign: Any = None
+        self._own_runs = False
 
     def setup_graph(self) -> None:
         """Find the variable in the (default) graph and create its assign op."""
@@ -80,6 +82,35 @@ class GraphVarParam(HyperParam):
             assigned = tf1.assign(self.var, self._ph, name=self._readable_name.replace("/", "_") + "_set")
         # ref variables give a tensor, resource variables an unread-variable wrapper: run its op
         self._assign = assigned if isinstance(assigned, _tf.tf().Operation) else assigned.op
+        self._own_runs = self._touch_only_this_variable()
+
+    def _touch_only_this_variable(self) -> bool:
+        """Whether setting and reading the variable run no op but the variable's own, its feed,
+        the assignment and the read (no control dependency brings in others), and the variable
+        is not the global step: such requests are left out of the session's count, so that the
+        trainer still knows the global step without reading it (sesscreate.not_counted)."""
+        tf1 = _tf.tf1()
+        var = self.var
+        if any(var is v for v in tf1.get_collection(tf1.GraphKeys.GLOBAL_STEP)):
+            return False
+        read = var._graph_element if hasattr(var, "_graph_element") else var.value()
+        own = {var.op, self._ph.op, self._assign, read.op}
+        todo, seen = [self._assign, read.op], set()
+        while todo:
+            op = todo.pop()
+            if op in seen:
+                continue
+            seen.add(op)
+            if op not in own:
+                return False
+            todo.extend(t.op for t in op.inputs)
+            todo.extend(op.control_inputs)
+        return True
+
+    def _not_counted(self, sess: Any) -> Any:
+        from trainbus.tfutils.sesscreate import not_counted
+
+        return not_counted(sess) if self._own_runs else contextlib.nullcontext()
 
     def _session(self) -> Any:
         sess = _tf.tf1().get_default_session()
@@ -96,11 +127,14 @@ class GraphVarParam(HyperParam):
         shape = np.shape(v)
         if shape != self.shape and int(np.prod(shape)) == int(np.prod(self.shape)):
             v = np.reshape(v, self.shape)
-        sess.run(self._assign, feed_dict={self._ph: v})
+        with self._not_counted(sess):
+            sess.run(self._assign, feed_dict={self._ph: v})
 
     def get_value(self) -> Any:
         """Evaluate the variable."""
-        return self._session().run(self.var)
+        sess = self._session()
+        with self._not_counted(sess):
+            return sess.run(self.var)
 
 
 class ObjAttrParam(HyperParam):
