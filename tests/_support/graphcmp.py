@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from typing import Any, Iterator
 
 
 def assert_same_nodes(tensorflows: Any, imported: Any, collections: bool = True) -> None:
@@ -32,3 +33,16 @@ def var_attrs(v: Any, graph: Any) -> dict:
             val = val == graph._graph_key
         out[key] = getattr(val, "name", val)
     return out
+
+
+@contextlib.contextmanager
+def built_by_tensorflow(fast_path: Any, slow: bool = True) -> Iterator[None]:
+    """With ``slow``, the graph-import module ``fast_path`` says it is not usable meanwhile, so the
+    code under test builds its nodes with TensorFlow's constructors; else nothing changes."""
+    saved = fast_path.usable
+    if slow:
+        fast_path.usable = lambda *args: False
+    try:
+        yield
+    finally:
+        fast_path.usable = saved

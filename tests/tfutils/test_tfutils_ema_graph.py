@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 from tensorflow.python.training import moving_averages
 
-from graphcmp import assert_same_nodes, var_attrs  # tests/_support
+from graphcmp import assert_same_nodes, built_by_tensorflow, var_attrs  # tests/_support
 from trainbus.tfutils import _ema_graph
 from trainbus.tfutils.summary import add_moving_summary
 
@@ -30,15 +30,9 @@ def count_slow(monkeypatch):
 def _build(make, slow):
     """A new graph with ``make()``'s tensors summarized: (graph, feeds, EMA tensors)."""
     g = tf.Graph()
-    saved = _ema_graph.usable
-    if slow:
-        _ema_graph.usable = lambda graph, value: False
-    try:
-        with g.as_default():
-            feeds, summarize = make()
-            emas = summarize()
-    finally:
-        _ema_graph.usable = saved
+    with built_by_tensorflow(_ema_graph, slow), g.as_default():
+        feeds, summarize = make()
+        emas = summarize()
     return g, feeds, emas
 
 

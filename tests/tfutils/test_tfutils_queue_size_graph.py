@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from graphcmp import assert_same_nodes  # tests/_support
+from graphcmp import assert_same_nodes, built_by_tensorflow  # tests/_support
 from trainbus.dataflow import DataFromList
 from trainbus.input_source import BatchQueueInput, QueueInput
 from trainbus.input_source.queue import _QueueSizeStat
@@ -47,22 +47,16 @@ def _build(slow, make=_source, context=None, before=None):
     """(graph, the stat callback, the input source): ``make()``'s source set up in a new graph and
     its queue-size average built by the callback's own code, imported or (``slow``) TensorFlow's way."""
     g = tf.Graph()
-    saved = _queue_size_graph.usable
-    if slow:
-        _queue_size_graph.usable = lambda graph, size: False
-    try:
-        with g.as_default():
-            if before is not None:
-                before()
-            src = make()
-            src.setup(SPEC)
-            src.get_input_tensors()
-            stat = [cb for cb in src.get_callbacks() if isinstance(cb, _QueueSizeStat)][0]
-            with context() if context is not None else contextlib.nullcontext():
-                stat._setup_graph()
-        return g, stat, src
-    finally:
-        _queue_size_graph.usable = saved
+    with built_by_tensorflow(_queue_size_graph, slow), g.as_default():
+        if before is not None:
+            before()
+        src = make()
+        src.setup(SPEC)
+        src.get_input_tensors()
+        stat = [cb for cb in src.get_callbacks() if isinstance(cb, _QueueSizeStat)][0]
+        with context() if context is not None else contextlib.nullcontext():
+            stat._setup_graph()
+    return g, stat, src
 
 
 def _averages(built, sizes):

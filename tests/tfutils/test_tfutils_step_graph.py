@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from graphcmp import assert_same_nodes, var_attrs  # tests/_support
+from graphcmp import assert_same_nodes, built_by_tensorflow, var_attrs  # tests/_support
 from trainbus.tfutils import _step_graph
 from trainbus.tfutils.common import get_global_step_var
 from trainbus.train import SimpleTrainer
@@ -41,21 +41,15 @@ def _build(slow, make=_model, context=None):
     """(graph, increment op, the global step) made by the trainer's own code, imported or
     (``slow``) TensorFlow's way."""
     g = tf.Graph()
-    saved = _step_graph.usable
-    if slow:
-        _step_graph.usable = lambda graph: False
-    try:
-        with g.as_default():
-            make()
-            trainer = SimpleTrainer()
-            if context is None:
+    with built_by_tensorflow(_step_graph, slow), g.as_default():
+        make()
+        trainer = SimpleTrainer()
+        if context is None:
+            op = trainer._make_step_incr_op()
+        else:
+            with context():
                 op = trainer._make_step_incr_op()
-            else:
-                with context():
-                    op = trainer._make_step_incr_op()
-            return g, op, get_global_step_var()
-    finally:
-        _step_graph.usable = saved
+        return g, op, get_global_step_var()
 
 
 def _assert_same_graph(slow, fast):
