@@ -282,3 +282,41 @@ def test_queue_input_names_the_component_whose_shape_does_not_match():
                                                    "Batches has shape (4, 1), but the input signature expects "
                                                    "(None,)")):
         launch_train_with_config(config, SimpleTrainer())
+
+
+def _enqueue_thread_requests(monkeypatch):
+    """The Session.run calls the QueueInput's enqueue thread makes, by what they fetch."""
+    import threading
+
+    calls = []
+    real = tf.compat.v1.Session.run
+
+    def run(self, fetches, *a, **k):
+        if threading.current_thread().name == "QueueInput-EnqueueThread":
+            calls.append(getattr(fetches, "name", repr(fetches)))
+        return real(self, fetches, *a, **k)
+
+    monkeypatch.setattr(tf.compat.v1.Session, "run", run)
+    return calls
+
+
+def test_queue_input_enqueues_through_a_callable_not_session_run(monkeypatch):
+    """Each enqueue is a call of a TensorFlow callable (Session.make_callable with feeds would be
+    a whole Session.run per datapoint): the thread's only Session.run may be the queue's close."""
+    from trainbus.testing import train_tiny
+
+    calls = _enqueue_thread_requests(monkeypatch)
+    trainer = train_tiny(max_epoch=2, steps_per_epoch=4, feed=False)
+    assert trainer.global_step == 8
+    assert set(calls) <= {"QueueInput/input_queue_Close"}  # closing the queue at the end, if it ran it
+
+
+def test_queue_input_enqueues_with_session_run_where_no_callable_can_be_made(monkeypatch):
+    from trainbus.session import fastrun
+    from trainbus.testing import train_tiny
+
+    monkeypatch.setattr(fastrun, "make_plain_step", lambda *a, **k: None)
+    calls = _enqueue_thread_requests(monkeypatch)
+    trainer = train_tiny(max_epoch=2, steps_per_epoch=4, feed=False)
+    assert trainer.global_step == 8
+    assert calls.count("QueueInput/input_queue_enqueue") >= 8
