@@ -8,7 +8,8 @@ The same nodes, written as ``NodeDef``s and added with one ``import_graph_def``,
 of that. The result is the graph the constructors build: the same node names, op types, inputs,
 attributes and colocations, the same names recorded as in use, the two variables in no
 collection (as ``tf.compat.v1.Variable(..., collections=[])`` leaves them; nothing keeps their
-Python objects, so none is made) and the summary in ``SUMMARIES``. A test builds both ways and compares them node by node.
+Python objects, so none is made) and the summary in ``SUMMARIES``. A test builds both ways and
+compares them node by node.
 
 It is used only where the two cannot differ: resource variables, the queue's size an int32
 tensor of this graph, every name still free, and nothing around that changes how ops are made
@@ -98,4 +99,5 @@ def build(graph: Any, scope: str, size: Any, decay: float) -> tuple[Any, Any] | 
     # collection and the constructors' Python objects of them were dropped at once: none is made
     mark_names(graph, names)
     graph.add_to_collection(tf1.GraphKeys.SUMMARIES, graph.get_tensor_by_name(f"{scope}/queue_size-summary:0"))
-    return graph.get_operation_by_name(f"{scope}/queue_size_init"), graph.get_tensor_by_name(f"{scope}/queue_size_EMA:0")
+    init = graph.get_operation_by_name(f"{scope}/queue_size_init")
+    return init, graph.get_tensor_by_name(f"{scope}/queue_size_EMA:0")

@@ -93,7 +93,10 @@ class GraphVarParam(HyperParam):
         var = self.var
         if any(var is v for v in tf1.get_collection(tf1.GraphKeys.GLOBAL_STEP)):
             return False
-        read = var._graph_element if hasattr(var, "_graph_element") else var.value()
+        try:
+            read = var._as_graph_element()  # what Session.run fetches for the variable
+        except AttributeError:
+            return False
         own = {var.op, self._ph.op, self._assign, read.op}
         todo, seen = [self._assign, read.op], set()
         while todo:
