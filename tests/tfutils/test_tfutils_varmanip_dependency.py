@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from trainbus.tfutils import varmanip
-from trainbus.tfutils.dependency import dependency_of_fetches, dependency_of_targets
+from trainbus.tfutils.dependency import ancestor_ops, dependency_of_fetches, dependency_of_targets
 
 tf1 = tf.compat.v1
 
@@ -129,3 +129,21 @@ def test_dependency_of_targets_and_fetches():
         assert not dependency_of_fetches([e, None], a)
         with pytest.raises(TypeError, match="expected a tf.Operation"):
             dependency_of_targets([3], a)
+
+
+def test_ancestor_ops_yields_each_op_once_through_data_and_control_edges():
+    with tf.Graph().as_default():
+        a = tf.constant(1.0, name="a")
+        gate = tf.constant(2.0, name="gate")
+        b = tf.add(a, a, name="b")
+        with tf1.control_dependencies([gate.op]):
+            c = tf.identity(b, name="c")
+        tf.constant(3.0, name="unrelated")
+        walked = [op.name for op in ancestor_ops([c.op, b.op])]
+        assert sorted(walked) == ["a", "b", "c", "gate"]  # a reached twice through b, listed once
+        seen = []
+        for op in ancestor_ops([c.op]):  # lazily: stopping early walks no further
+            seen.append(op.name)
+            if op.name == "c":
+                break
+        assert seen == ["c"]

@@ -115,8 +115,8 @@ class Nodes:
             node.attr["_class"].list.s.append(b"loc:@" + coloc.encode())
         return name
 
-    def const(self, name: str, number: float, dtype: Any = tf.float32, coloc: str | None = None) -> str:
-        """A scalar constant of ``dtype`` (float32 or int64)."""
+    def const(self, name: str, number: float | str, dtype: Any = tf.float32, coloc: str | None = None) -> str:
+        """A scalar constant of ``dtype`` (float32, int64, or string: ``number`` is then a str)."""
         enum = dtype.as_datatype_enum
         self.add(name, "Const", coloc=coloc, dtype=enum)
         tensor = self.graph_def.node[-1].attr["value"].tensor
@@ -124,6 +124,8 @@ class Nodes:
         tensor.tensor_shape.SetInParent()
         if dtype == tf.int64:
             tensor.int64_val.append(int(number))
+        elif dtype == tf.string:
+            tensor.string_val.append(str(number).encode())
         else:
             tensor.float_val.append(number)
         return name

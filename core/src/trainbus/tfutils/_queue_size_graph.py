@@ -72,12 +72,7 @@ def _plan(scope: str, size_name: str, decay: float) -> tuple[Any, dict[str, int]
     ema = n.add(f"{s}_EMA", "Identity", (average,), T=_FLOAT)
     # its summary, tagged with the summary's own name
     tag = f"{s}-summary"
-    tags = n.add(f"{tag}/tags", "Const", dtype=tf.string.as_datatype_enum)
-    value = n.graph_def.node[-1].attr["value"].tensor
-    value.dtype = tf.string.as_datatype_enum
-    value.tensor_shape.SetInParent()
-    value.string_val.append(tag.encode())
-    n.add(tag, "ScalarSummary", (tags, ema), T=_FLOAT)
+    n.add(tag, "ScalarSummary", (n.const(f"{tag}/tags", tag, tf.string), ema), T=_FLOAT)
     names = {k: c for v in (biased, count) for k, c in variable_scopes(v).items()}
     # the update's reads and products were named ReadVariableOp .. ReadVariableOp_3, mul and mul_1
     names.update({f"{scope}/ReadVariableOp": 4, f"{scope}/mul": 2})

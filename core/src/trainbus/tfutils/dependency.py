@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import Any, Iterator
 
 import tensorflow as tf
 
 tf1 = tf.compat.v1
 
 __all__ = ["dependency_of_targets", "dependency_of_fetches"]
+# also here, outside tensorpack's names: ancestor_ops
 
 # graph -> {(target op names, op name): bool}; keyed by names so that nothing keeps the graph alive
 _CACHE: "weakref.WeakKeyDictionary[Any, dict[tuple, bool]]" = weakref.WeakKeyDictionary()
@@ -27,19 +28,23 @@ def _as_op(x: Any) -> Any:
     raise TypeError(f"expected a tf.Operation, tf.Tensor or variable, got {x!r} ({type(x).__name__})")
 
 
-def _ancestors_contain(targets: tuple, op: Any) -> bool:
+def ancestor_ops(ops: Any) -> Iterator[Any]:
+    """Each of ``ops`` and every op they depend on (through data or control edges), once each,
+    as the walk reaches them: a caller that has its answer can stop early."""
     seen: set[Any] = set()
-    stack = list(targets)
+    stack = list(ops)
     while stack:
         cur = stack.pop()
-        if cur is op:
-            return True
         if cur in seen:
             continue
         seen.add(cur)
+        yield cur
         stack.extend(t.op for t in cur.inputs)
         stack.extend(cur.control_inputs)
-    return False
+
+
+def _ancestors_contain(targets: tuple, op: Any) -> bool:
+    return any(cur is op for cur in ancestor_ops(targets))
 
 
 def dependency_of_targets(targets: Any, op: Any) -> bool:

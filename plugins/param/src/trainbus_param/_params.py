@@ -97,18 +97,10 @@ class GraphVarParam(HyperParam):
             read = var._as_graph_element()  # what Session.run fetches for the variable
         except AttributeError:
             return False
+        from trainbus.tfutils.dependency import ancestor_ops
+
         own = {var.op, self._ph.op, self._assign, read.op}
-        todo, seen = [self._assign, read.op], set()
-        while todo:
-            op = todo.pop()
-            if op in seen:
-                continue
-            seen.add(op)
-            if op not in own:
-                return False
-            todo.extend(t.op for t in op.inputs)
-            todo.extend(op.control_inputs)
-        return True
+        return all(op in own for op in ancestor_ops([self._assign, read.op]))
 
     def _not_counted(self, sess: Any) -> Any:
         from trainbus.tfutils.sesscreate import not_counted
