@@ -101,6 +101,8 @@ def child(req, fds):
     os.chdir(req["cwd"])
     os.environ.clear()
     os.environ.update(req["env"])
+    if "tempfile" in sys.modules:  # the temporary folder a new interpreter finds from its TMPDIR
+        sys.modules["tempfile"].tempdir = None
     import io, random, runpy
     unbuffered = bool(os.environ.get("PYTHONUNBUFFERED"))
     def stream(fd, mode):

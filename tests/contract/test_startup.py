@@ -185,7 +185,7 @@ TRAIN = textwrap.dedent("""
     looked = []  # the ambient plugins looked through and guarded, by description
     guard = manager._guard
     manager._guard = lambda pm, obj, who: looked.append(who) or guard(pm, obj, who)
-    logger.set_logger_dir(tempfile.mkdtemp(prefix="startup-test-"), action="k")
+    logger.set_logger_dir(tempfile.mkdtemp(prefix="startup-test-", dir="."), action="k")  # in the test's tmp_path
     rng = np.random.RandomState(0)
     dps = [[rng.rand(4, 3).astype("float32"), rng.randint(0, 2, size=4).astype("int32")] for _ in range(2)]
     source = DataFromList(dps, shuffle=False)

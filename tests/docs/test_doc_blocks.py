@@ -20,6 +20,7 @@ import os
 import pathlib
 import re
 import sys
+import tempfile
 
 import pytest
 
@@ -214,4 +215,8 @@ def test_toml_block(block: Block, fresh_process_state: pathlib.Path) -> None:
 
 if __name__ == "__main__":  # one page's python blocks, in a process of their own (see above)
     sys.path.insert(0, os.getcwd())
+    # what a page's blocks put in temporary folders (tempfile.mkdtemp() of a log directory, a
+    # dataset's files) goes into the test's own tmp_path, which pytest removes, not into /tmp
+    os.makedirs("tmp", exist_ok=True)
+    tempfile.tempdir = os.path.abspath("tmp")
     run_page(pathlib.Path(sys.argv[1]))

@@ -6,6 +6,7 @@ import contextlib
 import io
 import pathlib
 import re
+import tempfile
 
 import pytest
 
@@ -26,6 +27,7 @@ def test_every_backend_has_a_section_and_an_example():
     for i, b in enumerate(BLOCKS)])
 def test_example_runs(index, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the example's mkdtemp() folders: pytest removes them
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(BLOCKS[index], f"docs/monitors.md example {index + 1}", "exec"), {"__name__": "__doc_example__"})

@@ -1,7 +1,9 @@
-"""The test zygote's launcher (tests/_support/zygote_launcher.py), which ``horovodrun`` starts for
-each rank: a stop signal that reaches it after its child ended, before the child's status did
-(``horovodrun`` terminating the other ranks once one exited), is no error: it ends as the child
-ended, without a traceback."""
+"""The test zygote (tests/_support/zygote.py) and its launcher (tests/_support/zygote_launcher.py).
+
+The launcher, which ``horovodrun`` starts for each rank: a stop signal that reaches it after its
+child ended, before the child's status did (``horovodrun`` terminating the other ranks once one
+exited), is no error: it ends as the child ended, without a traceback. A child takes its
+temporary folder from its own environment, as a new interpreter does."""
 
 from __future__ import annotations
 
@@ -45,3 +47,17 @@ def test_signal_after_the_child_ended_ends_as_the_child_did(tmp_path):
             launcher.wait()
     assert "Traceback" not in err, err
     assert launcher.returncode == 3, (launcher.returncode, err)
+
+
+def test_a_child_takes_its_temporary_folder_from_its_own_tmpdir(tmp_path):
+    """Not the folder the zygote found when it started: a test that gives its child
+    ``TMPDIR=<its tmp_path>`` gets the child's temporary files removed with ``tmp_path``."""
+    script = tmp_path / "where.py"
+    script.write_text("import tempfile\nprint(tempfile.gettempdir())\nprint(tempfile.mkdtemp())\n")
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        r = zygote.run([sys.executable, str(script)], cwd=tmp_path, env=dict(os.environ, TMPDIR=str(tmp_path / name)),
+                       timeout=120)
+        assert r.returncode == 0, r.stderr[-2000:]
+        folder, made = r.stdout.split()
+        assert folder == str(tmp_path / name) and Path(made).parent == tmp_path / name, r.stdout

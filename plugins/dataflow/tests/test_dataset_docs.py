@@ -24,7 +24,8 @@ def test_page_has_examples():
 @pytest.mark.parametrize("index", range(5))
 def test_example_runs(index, tmp_path):
     code = blocks()[index]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", TRAINBUS_DATASET=str(tmp_path))
+    # TMPDIR: the example's mkdtemp() folders go into tmp_path, which pytest removes
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", TRAINBUS_DATASET=str(tmp_path), TMPDIR=str(tmp_path))
     r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
                        env=env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
