@@ -39,6 +39,14 @@ TensorFlow), and the ``trainbus plugins`` command.
 
     python bench/bench_startup.py                       # 5 rounds
     python bench/bench_startup.py --rounds 9 --tensorpack-python /path/to/venv/bin/python
+    python bench/bench_startup.py --workload dataflow   # TrainConfig(dataflow=...)
+
+``--workload dataflow`` measures the path most tensorpack scripts take instead:
+``TrainConfig(dataflow=...)``, whose default input is a ``QueueInput`` (a queue in the graph that
+a thread fills, and the moving average of its size). Its bare loops read from a ``FIFOQueue`` of
+the same capacity that a thread fills with ``sess.run(enqueue, feed_dict)`` once the variables are
+initialized, the "same logging" one also keeping the moving average of the queue's size. The
+target is judged on the defaults workload only; this one shows the same comparison for that path.
 
 Each overhead is given twice: the difference of the two kinds' medians, and the median (with
 quartiles) of the rounds' own differences; a round runs the kinds back to back, so the second
@@ -63,14 +71,17 @@ installed package does. The children then keep their bytecode under one cache di
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from _mlp import mlp_cost  # bench/ is sys.path[0]: the script and its children are run by path
@@ -101,13 +112,19 @@ def _report(marks: dict) -> None:
     os._exit(0)  # the first step is where this measurement ends
 
 
-def child_bare(logging_too: bool = False, same_graph: bool = False) -> None:
+def child_bare(logging_too: bool = False, same_graph: bool = False, workload: str = "defaults") -> None:
     """The bare loop; with ``logging_too``, "same logging": also what ``add_moving_summary``
     and the default monitors set up before the first step (the moving average of the cost
     updated with the step, its scalar summary, the merged summaries, an event file); with
     ``same_graph`` (which implies ``logging_too``), "same graph": also the ``global_step`` the
-    step increments and tensorpack's default session configuration."""
+    step increments and tensorpack's default session configuration.
+
+    On the ``dataflow`` workload the step reads its batch from a ``FIFOQueue`` (capacity 50)
+    that a thread fills with ``sess.run(enqueue, feed_dict)``, started once the variables are
+    initialized; "same logging" then also keeps the moving average of the queue's size (decay
+    0.5) updated with the step and its scalar summary, as ``QueueInput`` does."""
     logging_too = logging_too or same_graph
+    from_queue = workload == "dataflow"
     marks: dict = {}
     import tensorflow as tf
 
@@ -120,7 +137,15 @@ def child_bare(logging_too: bool = False, same_graph: bool = False) -> None:
     with tf.Graph().as_default():
         x = tf1.placeholder(tf.float32, [BATCH, 784], name="x")
         y = tf1.placeholder(tf.int32, [BATCH], name="y")
-        cost = mlp_cost(tf, x, y)
+        if from_queue:
+            queue = tf1.FIFOQueue(50, [tf.float32, tf.int32], name="input_queue")
+            enqueue = queue.enqueue([x, y])
+            qx, qy = queue.dequeue()
+            qx.set_shape([BATCH, 784])
+            qy.set_shape([BATCH])
+            cost = mlp_cost(tf, qx, qy)
+        else:
+            cost = mlp_cost(tf, x, y)
         train_op = tf1.train.GradientDescentOptimizer(0.01).minimize(cost)
         if same_graph:
             step = tf1.train.get_or_create_global_step()
@@ -129,6 +154,11 @@ def child_bare(logging_too: bool = False, same_graph: bool = False) -> None:
             ema = tf1.train.ExponentialMovingAverage(0.95, zero_debias=True)
             train_op = tf.group(train_op, ema.apply([cost]))
             tf1.summary.scalar("cost-summary", ema.average(cost))
+            if from_queue:
+                size = tf.cast(queue.size(), tf.float32, name="queue_size")
+                size_ema = tf1.train.ExponentialMovingAverage(0.5, zero_debias=True, name="queue_size_ema")
+                train_op = tf.group(train_op, size_ema.apply([size]))
+                tf1.summary.scalar("queue_size", size_ema.average(size))
             tf1.summary.merge_all()  # run at an epoch's end, as the default MergeAllSummaries does
         init = tf1.global_variables_initializer()
         marks["graph"] = _now()
@@ -149,7 +179,15 @@ def child_bare(logging_too: bool = False, same_graph: bool = False) -> None:
             sess = tf1.Session()
             sess.run(init)
         marks["session"] = _now()
-        sess.run(train_op, feed_dict={x: dps[0][0], y: dps[0][1]})
+        if from_queue:
+            def fill() -> None:  # until the process ends (os._exit in _report)
+                for dp in itertools.cycle(dps):
+                    sess.run(enqueue, feed_dict={x: dp[0], y: dp[1]})
+
+            threading.Thread(target=fill, daemon=True).start()
+            sess.run(train_op)
+        else:
+            sess.run(train_op, feed_dict={x: dps[0][0], y: dps[0][1]})
         marks["first"] = _now()
         if logging_too:
             writer.close()  # after the measurement, as a training closes its event file at the end
@@ -176,7 +214,7 @@ def _time_trainer(trainer_cls, marks: dict) -> None:
     trainer_cls.setup_callbacks, trainer_cls.initialize = timed_setup, timed_initialize
 
 
-def child_framework(which: str) -> None:
+def child_framework(which: str, workload: str = "defaults") -> None:
     marks: dict = {}
     import tensorflow as tf
 
@@ -223,8 +261,12 @@ def child_framework(which: str) -> None:
 
     logger.set_logger_dir(tempfile.mkdtemp(prefix="bench-startup-"), action="k")
     logging.getLogger(which).setLevel(logging.WARNING)  # both write their INFO lines the same way
-    config = TrainConfig(model=Model(), data=FeedInput(DataFromList(dps, shuffle=False)), callbacks=[FirstStep()],
-                         max_epoch=1, steps_per_epoch=STEPS)
+    if workload == "dataflow":  # the framework's default input for a dataflow: a QueueInput
+        config = TrainConfig(model=Model(), dataflow=DataFromList(dps, shuffle=False), callbacks=[FirstStep()],
+                             max_epoch=1, steps_per_epoch=STEPS)
+    else:
+        config = TrainConfig(model=Model(), data=FeedInput(DataFromList(dps, shuffle=False)),
+                             callbacks=[FirstStep()], max_epoch=1, steps_per_epoch=STEPS)
     launch_train_with_config(config, SimpleTrainer())
     raise SystemExit("the training ended without a first step")
 
@@ -293,6 +335,10 @@ def importable(python: str, module: str, env: dict) -> str | None:
     return f"`import {module}` fails there: {last[-1] if last else f'exit status {res.returncode}'}"
 
 
+#: what --workload measures, as the report names it
+WORKLOADS = {"defaults": "defaults workload (MLP 784-256-256-10, default callbacks and monitors, a FeedInput)",
+             "dataflow": "dataflow workload (MLP 784-256-256-10, default callbacks and monitors, "
+                         "TrainConfig(dataflow=...): a QueueInput)"}
 #: the target on trainbus's overhead over the first two bare loops, seconds (issue "Startup")
 TARGET_OVERHEAD = 0.05
 
@@ -346,26 +392,44 @@ def main() -> None:
                    help="also write every measurement of the run here (each child's marks and peak RSS)")
     p.add_argument("--from-json", nargs="+", default=None, metavar="PATH",
                    help="print the report from files written by --json (several: pooled), running nothing")
+    p.add_argument("--workload", choices=WORKLOADS, default=None,
+                   help="defaults (the default): the model fed by a FeedInput; dataflow: TrainConfig(dataflow=...), "
+                        "the model fed by a QueueInput, against bare loops fed by a FIFOQueue")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        {"bare": child_bare, "bare-logging": lambda: child_bare(logging_too=True),
-         "bare-graph": lambda: child_bare(same_graph=True),
-         "trainbus": lambda: child_framework("trainbus"),
-         "tensorpack": lambda: child_framework("tensorpack"), "star-trainbus": lambda: child_star("trainbus"),
+        workload = args.workload or "defaults"
+        {"bare": lambda: child_bare(workload=workload), "bare-logging": lambda: child_bare(True, workload=workload),
+         "bare-graph": lambda: child_bare(same_graph=True, workload=workload),
+         "trainbus": lambda: child_framework("trainbus", workload),
+         "tensorpack": lambda: child_framework("tensorpack", workload),
+         "star-trainbus": lambda: child_star("trainbus"),
          "star-tensorpack": lambda: child_star("tensorpack"), "import": child_import}[args.child]()
         return
 
     if args.from_json:
         given = [flag for flag, value in (("--rounds", args.rounds), ("--tensorpack-python", args.tensorpack_python),
-                                          ("--json", args.json)) if value is not None]
+                                          ("--json", args.json), ("--workload", args.workload)) if value is not None]
         if given:
             p.error(f"--from-json reports runs already made and runs nothing: {', '.join(given)} does not apply")
         report(*pooled(args.from_json))
         return
     if args.rounds is None:
         args.rounds = 5
+    if args.workload is None:
+        args.workload = "defaults"
     env, note = child_env()
+    # the children's log directories (they end with os._exit and cannot remove them): one folder
+    # of this run's, removed at its end
+    scratch = tempfile.mkdtemp(prefix="bench-startup-run-")
+    env["TMPDIR"] = scratch
+    try:
+        measure(args, env, note)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def measure(args, env: dict, note: str) -> None:
     kinds = [("trainbus", sys.executable, "trainbus"), ("bare", sys.executable, "bare"),
              (LOGGING, sys.executable, "bare-logging"), (GRAPH, sys.executable, "bare-graph")]
     tp_note = ""
@@ -385,7 +449,7 @@ def main() -> None:
     for rnd in range(args.rounds + 1):  # round 0 warms caches and is not counted
         order = kinds[rnd % len(kinds):] + kinds[:rnd % len(kinds)]
         for name, python, child in order:
-            start, res, rss = spawn(python, ["--child", child], env)
+            start, res, rss = spawn(python, ["--child", child, "--workload", args.workload], env)
             if not isinstance(res, dict):
                 raise SystemExit(f"the {name} child failed:\n{res[-3000:]}")
             if rnd:
@@ -408,13 +472,13 @@ def main() -> None:
         heavy["tensorpack"] = heavy_importable(args.tensorpack_python, env)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"format": 1, "rounds": args.rounds, "load": os.getloadavg(), "cpus": os.cpu_count(),
+            json.dump({"format": 1, "workload": args.workload, "rounds": args.rounds, "load": os.getloadavg(), "cpus": os.cpu_count(),
                        "kinds": kinds,
                        "runs": {name: [{"spawned": start, "marks": res, "rss_kb": rss} for start, res, rss in rs]
                                 for name, rs in runs.items()},
                        "star": star, "imports": imports, "plugins_cmd": plugins_cmd, "note": note,
                        "tp_note": tp_note, "heavy": heavy}, f, indent=1)
-    report(args.rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy)
+    report(args.rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy, workload=args.workload)
 
 
 def pooled(paths: list[str]) -> tuple:
@@ -425,6 +489,7 @@ def pooled(paths: list[str]) -> tuple:
     imports: list = []
     plugins_cmd: list = []
     notes, tp_note, heavy, loads, cpus = [], None, {}, [], set()
+    workload = None
     seen: dict[tuple, str] = {}
     for path in paths:
         try:
@@ -444,6 +509,11 @@ def pooled(paths: list[str]) -> tuple:
         if kinds is not None and [k[0] for k in these] != [k[0] for k in kinds]:
             raise SystemExit(f"--from-json: {path} measured other kinds ({', '.join(k[0] for k in these)}) "
                              f"than {paths[0]} ({', '.join(k[0] for k in kinds)}); pool runs of one command line")
+        this_workload = data.get("workload", "defaults")  # files written before --workload measured the defaults
+        if workload is not None and this_workload != workload:
+            raise SystemExit(f"--from-json: {path} measured the {this_workload} workload, {paths[0]} the {workload} "
+                             "workload; pool runs of one command line")
+        workload = this_workload
         if kinds is None:  # the first file's kinds and its word on tensorpack stand for all
             kinds, tp_note = these, data["tp_note"]
         rounds += data["rounds"]
@@ -460,10 +530,11 @@ def pooled(paths: list[str]) -> tuple:
     note = "; ".join(sorted({n for n in notes if n}))
     pooled_from = f"pooled from {len(paths)} runs: {', '.join(paths)}"
     return rounds, kinds, runs, star, imports, plugins_cmd, f"{note}; {pooled_from}" if note else pooled_from, \
-        tp_note, heavy, loads, "/".join(str(c) for c in sorted(cpus - {None}))
+        tp_note, heavy, loads, "/".join(str(c) for c in sorted(cpus - {None})), workload
 
 
-def report(rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy, loads=None, cpus=None) -> None:
+def report(rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy, loads=None, cpus=None,
+           workload="defaults") -> None:
     # every mark is (wall-clock time, CPU seconds of the process): c=0 wall, c=1 CPU
     def total(name: str, c: int) -> float:  # from process start (wall: from the spawn)
         return med([r["first"][0] - s if c == 0 else r["first"][1] for s, r, _ in runs[name]])
@@ -499,14 +570,19 @@ def report(rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy
                                                      if "tensorpack" in runs else [])
     loads = loads or [os.getloadavg()]
     load = ", ".join(f"{la[0]:.2f} {la[1]:.2f} {la[2]:.2f}" for la in loads)
-    print(f"\nStartup on the defaults workload (MLP 784-256-256-10, default callbacks and monitors): median of "
+    print(f"\nStartup on the {WORKLOADS[workload]}: median of "
           f"{rounds} interleaved rounds of fresh interpreters; load average {load} on {cpus or os.cpu_count()} "
           "CPUs. Wall seconds, and the process's CPU seconds (all threads) in brackets: the CPU figure moves "
           "less with the machine's load")
-    print('"bare": the graph by hand (cost, train_op), a Session, one step; "bare, same logging": that plus the '
-          "moving average of the cost updated with the step, its scalar summary, merge_all and an event file "
-          "(FileWriter) created before the first step; \"bare, same graph\": that plus the global_step the step "
-          "increments and tensorpack's default session configuration (what tensorpack's API asks of a trainer)")
+    queue = workload == "dataflow"
+    print('"bare": the graph by hand (cost, train_op), a Session, one step'
+          + (" reading its batch from a FIFOQueue that a thread started after the initialization fills"
+             if queue else "")
+          + '; "bare, same logging": that plus the moving average of the cost updated with the step, its scalar '
+          + ("summary, the same of the queue's size, " if queue else "summary, ")
+          + "merge_all and an event file (FileWriter) created before the first step; \"bare, same graph\": that "
+          "plus the global_step the step increments and tensorpack's default session configuration (what "
+          "tensorpack's API asks of a trainer)")
     if note:
         print(note)
     w = max(len(k) for k, _, _ in kinds) + 2
@@ -515,18 +591,21 @@ def report(rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy
         print(f"{name:<{w}}{f'{total(name, 0):.3f} s [{total(name, 1):.3f}]':>22}"
               f"{f'{after_tf(name, 0):.3f} s [{after_tf(name, 1):.3f}]':>26}{f'{rss(name):.0f} MB':>10}")
     print()
+    target_note = f" (target <= {TARGET_OVERHEAD})" if workload == "defaults" else ""
     for fw, *bares in pairs:
         for bare in bares:
             print(f"{fw} over {bare!r}: to the first step {total(fw, 0) - total(bare, 0):+.3f} s "
                   f"[CPU {total(fw, 1) - total(bare, 1):+.3f} s]; after import tensorflow "
                   f"{after_tf(fw, 0) - after_tf(bare, 0):+.3f} s "
                   f"[CPU {after_tf(fw, 1) - after_tf(bare, 1):+.3f} s]"
-                  f"{f' (target <= {TARGET_OVERHEAD})' if bare not in (GRAPH, TP_GRAPH) else ' (its own machinery)'}; "
+                  f"{' (its own machinery)' if bare in (GRAPH, TP_GRAPH) else target_note}; "
                   f"peak RSS {rss(fw) - rss(bare):+.0f} MB")
             print(f"    the rounds' differences after import tensorflow: median {paired(fw, bare, 0)} s, "
                   f"CPU {paired(fw, bare, 1)} s")
-            if fw == "trainbus" and bare != GRAPH:
+            if fw == "trainbus" and bare != GRAPH and workload == "defaults":
                 print(f"    target <= {TARGET_OVERHEAD} s: {verdict(differences(fw, bare, 0))}")
+    if workload != "defaults":
+        print(f"(the target <= {TARGET_OVERHEAD} s is on the defaults workload: --workload defaults)")
     if "tensorpack" not in runs:
         print(f"tensorpack: {tp_note}")
     phase_kinds = ["trainbus", "bare", LOGGING, GRAPH] + (["tensorpack"] if "tensorpack" in runs else [])

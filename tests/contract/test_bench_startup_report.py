@@ -2,7 +2,9 @@
 
 The benchmark's times are not tested (they are measured, not asserted); what is tested here is
 what it concludes from given times: the verdict on the overhead target, the bootstrap interval,
-and ``--from-json`` pooling runs written by ``--json``. The children are never started."""
+and ``--from-json`` pooling runs written by ``--json``. The children are started only to check
+that each workload's trainbus and bare-loop children reach their first step and report their
+marks (forked from the zygote: TensorFlow is not imported again)."""
 
 from __future__ import annotations
 
@@ -60,7 +62,8 @@ def _marks(after_tf: float, t0: float = 1000.0) -> dict:
 _SPAWNED = itertools.count(1000)
 
 
-def _run_file(path, overheads: list[float], kinds=("trainbus", "bare", "bare, same logging", "bare, same graph")):
+def _run_file(path, overheads: list[float], kinds=("trainbus", "bare", "bare, same logging", "bare, same graph"),
+              workload: str | None = None):
     """A file as ``--json`` writes it: trainbus ``overheads[i]`` slower than each bare loop in round i."""
     runs = {k: [] for k in kinds}
     for i, extra in enumerate(overheads):
@@ -72,6 +75,8 @@ def _run_file(path, overheads: list[float], kinds=("trainbus", "bare", "bare, sa
             "star": {"trainbus": [["0.08", "0.08"]] * len(overheads), "tensorpack": []},
             "imports": [["0.003", "0.003", "False"]] * len(overheads), "plugins_cmd": [0.12] * len(overheads),
             "note": "", "tp_note": "not measured: no --tensorpack-python given", "heavy": {"trainbus": "none"}}
+    if workload is not None:  # files written before --workload have no such key: the defaults workload
+        data["workload"] = workload
     path.write_text(json.dumps(data))
     return str(path)
 
@@ -126,3 +131,54 @@ def test_from_json_refuses_a_file_it_did_not_write_and_runs_of_other_kinds(tmp_p
     assert "--from-json reports runs already made and runs nothing: --rounds does not apply" in with_run_flags.stderr
     missing = _report(str(tmp_path / "nowhere.json"))
     assert missing.returncode != 0 and "--from-json: cannot read" in missing.stderr
+
+
+def test_the_dataflow_workload_is_reported_as_such_and_not_judged_against_the_target(tmp_path):
+    run = _report(_run_file(tmp_path / "q.json", [0.01] * 6, workload="dataflow"))
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    assert "Startup on the dataflow workload (MLP 784-256-256-10, default callbacks and monitors, " \
+           "TrainConfig(dataflow=...): a QueueInput)" in out
+    assert "reading its batch from a FIFOQueue" in out and "the same of the queue's size" in out
+    over_bare = out.split("trainbus over 'bare':", 1)[1].split("\n", 1)[0]
+    assert "after import tensorflow +0.010 s [CPU +0.010 s]; peak RSS +0 MB" in over_bare, over_bare
+    assert "target <= 0.05 s:" not in out and "(target" not in over_bare  # the target is the defaults workload's
+    assert "(the target <= 0.05 s is on the defaults workload: --workload defaults)" in out
+    defaults = _report(_run_file(tmp_path / "d.json", [0.01] * 6, workload="defaults")).stdout
+    assert "Startup on the defaults workload (MLP 784-256-256-10, default callbacks and monitors, a FeedInput)" \
+        in defaults and "target <= 0.05 s: met" in defaults and "FIFOQueue" not in defaults
+
+
+def test_runs_of_two_workloads_are_not_pooled(tmp_path):
+    old = _run_file(tmp_path / "old.json", [0.02] * 5)  # written before --workload: the defaults
+    same = _run_file(tmp_path / "same.json", [0.02] * 5, workload="defaults")
+    assert _report(old, same).returncode == 0
+    queue = _run_file(tmp_path / "queue.json", [0.02] * 5, workload="dataflow")
+    mixed = _report(old, queue)
+    assert mixed.returncode != 0 and "Traceback" not in mixed.stderr
+    assert f"--from-json: {queue} measured the dataflow workload, {old} the defaults workload; " \
+           "pool runs of one command line" in mixed.stderr
+    flag = subprocess.run([sys.executable, BENCH, "--from-json", old, "--workload", "dataflow"],
+                          capture_output=True, text=True, timeout=120)
+    assert flag.returncode == 2 and "--workload does not apply" in flag.stderr
+
+
+@pytest.mark.parametrize("workload", ["defaults", "dataflow"])
+@pytest.mark.parametrize("child", ["trainbus", "bare", "bare-graph"])
+def test_each_child_reaches_its_first_step_and_reports_its_marks(workload, child, tmp_path):
+    import zygote  # tests/_support
+
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", TMPDIR=str(tmp_path))
+    proc = zygote.run([sys.executable, os.path.abspath(BENCH), "--child", child, "--workload", workload],
+                      cwd=tmp_path, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("STARTUP ")]
+    assert len(line) == 1, proc.stdout[-2000:]
+    marks = json.loads(line[0].split(" ", 1)[1])
+    order = {"trainbus": ["tf", "import", "setup0", "setup1", "session", "first"],
+             "bare": ["tf", "import", "graph", "session", "first"],
+             "bare-graph": ["tf", "import", "graph", "writer", "session", "first"]}[child]
+    assert set(marks) == set(order) | {"rss_kb"}, marks
+    walls = [marks[m][0] for m in order]
+    assert walls == sorted(walls), marks  # each phase ends after the one before
+    assert marks["rss_kb"] > 100_000
