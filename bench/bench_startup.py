@@ -472,7 +472,8 @@ def measure(args, env: dict, note: str) -> None:
         heavy["tensorpack"] = heavy_importable(args.tensorpack_python, env)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"format": 1, "workload": args.workload, "rounds": args.rounds, "load": os.getloadavg(), "cpus": os.cpu_count(),
+            json.dump({"format": 1, "workload": args.workload, "rounds": args.rounds, "load": os.getloadavg(),
+                       "cpus": os.cpu_count(),
                        "kinds": kinds,
                        "runs": {name: [{"spawned": start, "marks": res, "rss_kb": rss} for start, res, rss in rs]
                                 for name, rs in runs.items()},
