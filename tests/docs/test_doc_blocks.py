@@ -20,7 +20,6 @@ import os
 import pathlib
 import re
 import sys
-import tempfile
 
 import pytest
 
@@ -166,7 +165,9 @@ def test_python_blocks_of_page_run(page: pathlib.Path, tmp_path: pathlib.Path) -
     from optdeps import opt_packages  # tests/_support
 
     extra = [opt_packages(name) for name in PAGE_OPT_PACKAGES.get(page.name, ())]
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
+    # TMPDIR: what a page's blocks put in temporary folders (tempfile.mkdtemp() of a log directory,
+    # a dataset's files) goes into the test's tmp_path, which pytest removes, not into /tmp
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "TMPDIR": str(tmp_path),
            "PYTHONPATH": os.pathsep.join([str(tmp_path), *extra, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
     import zygote  # tests/_support (not on the path of the page's own process)
 
@@ -215,8 +216,4 @@ def test_toml_block(block: Block, fresh_process_state: pathlib.Path) -> None:
 
 if __name__ == "__main__":  # one page's python blocks, in a process of their own (see above)
     sys.path.insert(0, os.getcwd())
-    # what a page's blocks put in temporary folders (tempfile.mkdtemp() of a log directory, a
-    # dataset's files) goes into the test's own tmp_path, which pytest removes, not into /tmp
-    os.makedirs("tmp", exist_ok=True)
-    tempfile.tempdir = os.path.abspath("tmp")
     run_page(pathlib.Path(sys.argv[1]))
