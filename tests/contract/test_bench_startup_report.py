@@ -133,12 +133,11 @@ def test_from_json_refuses_a_file_it_did_not_write_and_runs_of_other_kinds(tmp_p
     assert missing.returncode != 0 and "--from-json: cannot read" in missing.stderr
 
 
-def test_the_dataflow_workload_is_reported_as_such_and_not_judged_against_the_target(tmp_path):
-    run = _report(_run_file(tmp_path / "q.json", [0.01] * 6, workload="dataflow"))
+def test_the_queue_workload_is_reported_as_such_and_not_judged_against_the_target(tmp_path):
+    run = _report(_run_file(tmp_path / "q.json", [0.01] * 6, workload="queue"))
     assert run.returncode == 0, run.stderr
     out = run.stdout
-    assert "Startup on the dataflow workload (MLP 784-256-256-10, default callbacks and monitors, " \
-           "TrainConfig(dataflow=...): a QueueInput)" in out
+    assert "Startup on the queue workload (MLP 784-256-256-10, default callbacks and monitors, a QueueInput)" in out
     assert "reading its batch from a FIFOQueue" in out and "the same of the queue's size" in out
     over_bare = out.split("trainbus over 'bare':", 1)[1].split("\n", 1)[0]
     assert "after import tensorflow +0.010 s [CPU +0.010 s]; peak RSS +0 MB" in over_bare, over_bare
@@ -153,17 +152,17 @@ def test_runs_of_two_workloads_are_not_pooled(tmp_path):
     old = _run_file(tmp_path / "old.json", [0.02] * 5)  # written before --workload: the defaults
     same = _run_file(tmp_path / "same.json", [0.02] * 5, workload="defaults")
     assert _report(old, same).returncode == 0
-    queue = _run_file(tmp_path / "queue.json", [0.02] * 5, workload="dataflow")
+    queue = _run_file(tmp_path / "queue.json", [0.02] * 5, workload="queue")
     mixed = _report(old, queue)
     assert mixed.returncode != 0 and "Traceback" not in mixed.stderr
-    assert f"--from-json: {queue} measured the dataflow workload, {old} the defaults workload; " \
+    assert f"--from-json: {queue} measured the queue workload, {old} the defaults workload; " \
            "pool runs of one command line" in mixed.stderr
-    flag = subprocess.run([sys.executable, BENCH, "--from-json", old, "--workload", "dataflow"],
+    flag = subprocess.run([sys.executable, BENCH, "--from-json", old, "--workload", "queue"],
                           capture_output=True, text=True, timeout=120)
     assert flag.returncode == 2 and "--workload does not apply" in flag.stderr
 
 
-@pytest.mark.parametrize("workload", ["defaults", "dataflow"])
+@pytest.mark.parametrize("workload", ["defaults", "queue"])
 @pytest.mark.parametrize("child", ["trainbus", "bare", "bare-graph"])
 def test_each_child_reaches_its_first_step_and_reports_its_marks(workload, child, tmp_path):
     import zygote  # tests/_support
@@ -178,7 +177,8 @@ def test_each_child_reaches_its_first_step_and_reports_its_marks(workload, child
     order = {"trainbus": ["tf", "import", "setup0", "setup1", "session", "first"],
              "bare": ["tf", "import", "graph", "session", "first"],
              "bare-graph": ["tf", "import", "graph", "writer", "session", "first"]}[child]
-    assert set(marks) == set(order) | {"rss_kb"}, marks
+    assert set(marks) == set(order) | {"rss_kb", "queue"}, marks
+    assert marks["queue"] is (workload == "queue")  # the queue workload's step reads from a queue
     walls = [marks[m][0] for m in order]
     assert walls == sorted(walls), marks  # each phase ends after the one before
     assert marks["rss_kb"] > 100_000
