@@ -17,9 +17,15 @@ GRAPH_BUILDER = "trainbus.graph_builder"
 
 @pytest.fixture
 def without_declared_modules(monkeypatch):
-    """As if no distribution declared a module path (the core alone), for this test."""
+    """As if no distribution declared a module path (the core alone), for this test. The table
+    ``from trainbus import *`` caches (per entry-point scan, which this does not change) is made
+    afresh here and the process's own is given back afterwards, so that what this test computes
+    does not leak into later tests of the same worker."""
+    import trainbus
+
     real = registry.index
     monkeypatch.setattr(registry, "index", lambda group: {} if group == modpaths.MODULE_GROUP else real(group))
+    monkeypatch.setattr(trainbus, "_STAR", [None, (), {}])
     for name in [m for m in sys.modules if m == "trainbus.graph_builder" or m.startswith("trainbus.graph_builder.")]:
         monkeypatch.delitem(sys.modules, name)
 
@@ -41,6 +47,18 @@ def test_star_import_binds_graph_builder_only_when_it_is_installed(without_decla
     import trainbus
 
     assert "graph_builder" not in trainbus.__all__ and "SimpleTrainer" in trainbus.__all__
+
+
+def test_the_star_import_of_later_tests_is_the_installed_one():
+    """Runs after the test above (file order): ``from trainbus import *`` binds ``graph_builder``
+    again exactly when its distribution is installed (the table that test made is not kept)."""
+    import trainbus
+
+    installed = GRAPH_BUILDER in modpaths.declared_modules()
+    ns: dict = {}
+    exec("from trainbus import *", ns)
+    assert ("graph_builder" in trainbus.__all__) == installed
+    assert ("graph_builder" in ns) == installed
 
 
 def test_a_directory_an_older_checkout_left_is_not_an_empty_namespace_package(without_declared_modules, tmp_path,
