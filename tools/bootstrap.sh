@@ -81,7 +81,9 @@ case "$JOB" in
   test)
     # tests/core with the core alone first (about a minute): no plugin distribution visible
     tools/test_core_alone.sh "$VPY"
-    exec "$VPY" -m pytest -n 2 --dist loadfile ;;
+    # three workers on two cores: a sixth of the tests' time is spent waiting on the processes,
+    # servers and timeouts they start, and the third worker fills those idle moments
+    exec "$VPY" -m pytest -n 3 --dist loadfile ;;
   setup)
     echo "== ready: $VPY" ;;
   *)

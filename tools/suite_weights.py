@@ -1,6 +1,6 @@
 """Write tests/suite_weights.json from the ``--durations`` table of a pytest run.
 
-    .venv/bin/python -m pytest -n 2 --dist loadfile --durations=0 | tee /tmp/suite.log
+    .venv/bin/python -m pytest -n 3 --dist loadfile --durations=0 | tee /tmp/suite.log
     .venv/bin/python tools/suite_weights.py /tmp/suite.log
 
 The root conftest.py hands the test files to the xdist workers heaviest first (by these

@@ -16,6 +16,10 @@ class lazy:  # noqa: N801 - used like the module it stands for
         self._module: Any = None
 
     def __getattr__(self, attr: str) -> Any:
+        if self._module is None and attr.startswith("_"):
+            # collecting a test module, pytest asks each of its names for ``__test__``,
+            # ``__wrapped__``, ``__bases__`` and ``_mock_name``: answered without the import
+            raise AttributeError(attr)
         if self._module is None:
             self._module = importlib.import_module(self._name)
         return getattr(self._module, attr)

@@ -17,7 +17,8 @@ from trainbus.utils.fs import atomic_write_text
 
 #: the runners made by data() in this process, newest last
 RUNNERS: list = []
-#: the worker pids of each runner (by id) right after its reset_state() started them
+#: the worker pids and the pipe directory of each runner (by id) right after its reset_state()
+#: started them
 STARTED: dict = {}
 
 
@@ -69,10 +70,11 @@ def data(runner: str = "zmq", nproc: int = 1, stall_timeout: float | None = None
     start = df.reset_state
 
     def reset_state():
-        # the pids as the workers start: a worker told to fail may fail, and be reaped, before the
-        # first step on a loaded machine, and the runner then lists no workers any more
+        # the pids and the pipe directory as the workers start: a worker told to fail may fail, and
+        # be reaped, before the first step on a loaded machine, and the runner is closed by then
+        # (no workers listed, no pipe directory)
         start()
-        STARTED[id(df)] = list(df.worker_pids)
+        STARTED[id(df)] = (list(df.worker_pids), getattr(df, "pipe_dir", None))
 
     df.reset_state = reset_state
     if wrap == "staging":
@@ -116,8 +118,7 @@ class Ready(Callback):
         atomic_write_text(self.path + ".last", f"{self.global_step}\n")
         if not self._done:
             runner = RUNNERS[-1]
-            pids = STARTED.get(id(runner), runner.worker_pids)
-            atomic_write_text(self.path, json.dumps({"step": self.global_step, "pids": pids,
-                                                     "pipe_dir": getattr(runner, "pipe_dir", None)}))
+            pids, pipe_dir = STARTED.get(id(runner), (runner.worker_pids, getattr(runner, "pipe_dir", None)))
+            atomic_write_text(self.path, json.dumps({"step": self.global_step, "pids": pids, "pipe_dir": pipe_dir}))
             self._done = True
         time.sleep(self.sleep)

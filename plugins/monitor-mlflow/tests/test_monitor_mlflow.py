@@ -6,14 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-mlflow = pytest.importorskip("mlflow", reason="mlflow-skinny is this plugin's dependency; pip install it for the tests")
-pytest.importorskip("sqlalchemy", reason="a sqlite tracking store needs trainbus-monitor-mlflow[sql]")
+from lazymod import lazy  # tests/_support
 
-from mlflow import MlflowClient  # noqa: E402
+import trainbus.callbacks
+from trainbus.callbacks import Callback
+from trainbus.testing import train_tiny
 
-import trainbus.callbacks  # noqa: E402
-from trainbus.callbacks import Callback  # noqa: E402
-from trainbus.testing import train_tiny  # noqa: E402
+# mlflow takes over a second to import: only the worker that runs these tests imports it
+# (mlflow-skinny is this plugin's dependency; the sqlite store needs trainbus-monitor-mlflow[sql])
+mlflow = lazy("mlflow")
 
 
 class PutStats(Callback):
@@ -40,7 +41,7 @@ def test_metrics_images_and_run_read_back_from_sqlite_store(logdir, store):
                                            tags={"team": "trainbus"}, params={"lr": 0.1, "model": "TinyModel"},
                                            artifact_location=art)
     train_tiny(callbacks=[PutStats()], monitors=[mon], max_epoch=3, steps_per_epoch=2)
-    client = MlflowClient(tracking_uri=uri)
+    client = mlflow.MlflowClient(tracking_uri=uri)
     exp = client.get_experiment_by_name("tiny")
     runs = client.search_runs([exp.experiment_id])
     assert [r.info.run_id for r in runs] == [mon.run_id]
@@ -70,7 +71,7 @@ def test_continue_an_existing_run(logdir, store):
     train_tiny(callbacks=[PutStats()], monitors=[first], max_epoch=1, steps_per_epoch=1)
     again = trainbus.callbacks.MLflowMonitor(tracking_uri=uri, run_id=first.run_id, log_images=False)
     train_tiny(callbacks=[PutStats()], monitors=[again], max_epoch=2, steps_per_epoch=1)
-    client = MlflowClient(tracking_uri=uri)
+    client = mlflow.MlflowClient(tracking_uri=uri)
     assert again.run_id == first.run_id
     values = sorted((m.step, m.value) for m in client.get_metric_history(first.run_id, "val-error"))
     assert values == [(1, 1.0), (1, 1.0), (2, 0.5)]  # both runs' points, in one MLflow run
