@@ -46,7 +46,7 @@ def test_the_stand_in_imports_at_the_first_public_attribute():
     for probe in ("__test__", "__wrapped__", "__bases__", "_mock_name"):
         with pytest.raises(AttributeError):
             getattr(mod, probe)
-    assert "not imported" not in repr(mod) and "(imported)" not in repr(mod)
+    assert "(imported)" not in repr(mod)  # none of the probes imported it
     assert mod.rgb_to_hsv(1.0, 0.0, 0.0) == (0.0, 1.0, 1.0)
     assert "(imported)" in repr(mod)
     assert mod.__name__ == "colorsys"  # once imported, every attribute is the module's
