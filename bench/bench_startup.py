@@ -277,12 +277,10 @@ def child_framework(which: str, workload: str = "defaults") -> None:
 
     logger.set_logger_dir(tempfile.mkdtemp(prefix="bench-startup-"), action="k")
     logging.getLogger(which).setLevel(logging.WARNING)  # both write their INFO lines the same way
-    if workload == "queue":  # given, not left to the default: tensorpack's SimpleTrainer would feed a dataflow
-        config = TrainConfig(model=Model(), data=QueueInput(DataFromList(dps, shuffle=False)),
-                             callbacks=[FirstStep()], max_epoch=1, steps_per_epoch=STEPS)
-    else:
-        config = TrainConfig(model=Model(), data=FeedInput(DataFromList(dps, shuffle=False)),
-                             callbacks=[FirstStep()], max_epoch=1, steps_per_epoch=STEPS)
+    # the input is given, not left to the default: tensorpack's SimpleTrainer would feed a dataflow
+    source = QueueInput if workload == "queue" else FeedInput
+    config = TrainConfig(model=Model(), data=source(DataFromList(dps, shuffle=False)), callbacks=[FirstStep()],
+                         max_epoch=1, steps_per_epoch=STEPS)
     launch_train_with_config(config, SimpleTrainer())
     raise SystemExit("the training ended without a first step")
 
