@@ -19,6 +19,10 @@ round, so that machine load hits them alike; the table gives medians:
   intra-op thread, soft placement) and the local variables initialized too. What a framework
   takes over this loop is its own machinery alone (imports, plugins, callbacks, hooks).
   A framework's overhead is given over all three bare loops; the target is over the first two;
+* **trainbus, imported beforehand**: trainbus's training, with every module of trainbus's
+  distributions and of pluggy that the training imports (those the run's first trainbus child
+  named) imported before the clock starts: the training as it would be if trainbus's import cost
+  nothing. trainbus against it, round by round, is what its import costs;
 * **tensorpack** (``--tensorpack-python PATH``, an interpreter where ``import tensorpack``
   works): tensorpack's own ``launch_train_with_config``, and the three bare loops in that interpreter.
 
@@ -223,10 +227,31 @@ def _time_trainer(trainer_cls, marks: dict) -> None:
     trainer_cls.setup_callbacks, trainer_cls.initialize = timed_setup, timed_initialize
 
 
-def child_framework(which: str, workload: str = "defaults") -> None:
+#: the top-level packages whose modules count as trainbus's own import (its distributions and pluggy)
+FRAMEWORK_PACKAGES = ("trainbus", "trainbus_", "pluggy")
+#: the environment variable that names the modules the "imported beforehand" child imports before its clock starts
+PRELOAD_ENV = "BENCH_STARTUP_PRELOAD"
+
+
+def _framework_modules(before: set) -> list[str]:
+    """The modules of :data:`FRAMEWORK_PACKAGES` imported since ``before`` was taken, in import order."""
+    return [m for m in list(sys.modules) if m not in before
+            and (m.startswith(FRAMEWORK_PACKAGES[1]) or m.split(".", 1)[0] in FRAMEWORK_PACKAGES)]
+
+
+def child_framework(which: str, workload: str = "defaults", preload: bool = False) -> None:
+    """A framework's training to its first step. With ``preload`` (trainbus only), the modules
+    named by ``$BENCH_STARTUP_PRELOAD`` (those an earlier trainbus child imported, comma-separated)
+    are imported before the clock starts: what is left is the training without trainbus's import."""
     marks: dict = {}
     import tensorflow as tf
 
+    if preload:
+        import importlib
+
+        for name in filter(None, os.environ.get(PRELOAD_ENV, "").split(",")):
+            importlib.import_module(name)
+    before = set(sys.modules)
     marks["tf"] = _now()
     import numpy as np
 
@@ -273,6 +298,8 @@ def child_framework(which: str, workload: str = "defaults") -> None:
         def _trigger_step(self):
             marks["first"] = _now()
             marks["queue"] = _reads_a_queue(self.graph)
+            if which == "trainbus":  # what its import was: the modules of trainbus and pluggy the training imported
+                marks["modules"] = _framework_modules(before)
             _report(marks)
 
     logger.set_logger_dir(tempfile.mkdtemp(prefix="bench-startup-"), action="k")
@@ -305,6 +332,8 @@ def child_import() -> None:
 #: the kinds' names in the tables: the bare loop with the same logging, the one with the same graph,
 #: and the three bare loops in tensorpack's interpreter
 LOGGING, GRAPH = "bare, same logging", "bare, same graph"
+#: trainbus with the modules of its import imported before the clock starts
+PRELOADED = "trainbus, imported beforehand"
 TP_BARE, TP_LOGGING, TP_GRAPH = "bare (tp python)", "bare, same logging (tp python)", "bare, same graph (tp python)"
 
 
@@ -415,6 +444,7 @@ def main() -> None:
         {"bare": lambda: child_bare(workload=workload), "bare-logging": lambda: child_bare(True, workload=workload),
          "bare-graph": lambda: child_bare(same_graph=True, workload=workload),
          "trainbus": lambda: child_framework("trainbus", workload),
+         "trainbus-preloaded": lambda: child_framework("trainbus", workload, preload=True),
          "tensorpack": lambda: child_framework("tensorpack", workload),
          "star-trainbus": lambda: child_star("trainbus"),
          "star-tensorpack": lambda: child_star("tensorpack"), "import": child_import}[args.child]()
@@ -443,8 +473,10 @@ def main() -> None:
 
 
 def measure(args, env: dict, note: str) -> None:
+    env.pop(PRELOAD_ENV, None)  # named by this run's first trainbus child
     kinds = [("trainbus", sys.executable, "trainbus"), ("bare", sys.executable, "bare"),
-             (LOGGING, sys.executable, "bare-logging"), (GRAPH, sys.executable, "bare-graph")]
+             (LOGGING, sys.executable, "bare-logging"), (GRAPH, sys.executable, "bare-graph"),
+             (PRELOADED, sys.executable, "trainbus-preloaded")]
     tp_note = ""
     if args.tensorpack_python:
         tp_note = importable(args.tensorpack_python, "tensorpack", env)
@@ -465,6 +497,10 @@ def measure(args, env: dict, note: str) -> None:
             start, res, rss = spawn(python, ["--child", child, "--workload", args.workload], env)
             if not isinstance(res, dict):
                 raise SystemExit(f"the {name} child failed:\n{res[-3000:]}")
+            if name == "trainbus" and PRELOAD_ENV not in env:
+                # the first trainbus child (the warm-up round starts with it) names what the
+                # "imported beforehand" children import before their clock starts
+                env[PRELOAD_ENV] = ",".join(res["modules"])
             if rnd:
                 runs[name].append((start, res, rss))
         for package, python in (("trainbus", sys.executable), ("tensorpack", args.tensorpack_python)):
@@ -582,6 +618,8 @@ def report(rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy
     # one with the same graph (also global_step, tensorpack's session configuration)
     pairs = [("trainbus", "bare", LOGGING, GRAPH)] + ([("tensorpack", TP_BARE, TP_LOGGING, TP_GRAPH)]
                                                      if "tensorpack" in runs else [])
+    if PRELOADED in runs:  # runs written before it have no such kind
+        pairs.insert(1, (PRELOADED, "bare", LOGGING, GRAPH))
     loads = loads or [os.getloadavg()]
     load = ", ".join(f"{la[0]:.2f} {la[1]:.2f} {la[2]:.2f}" for la in loads)
     print(f"\nStartup on the {WORKLOADS[workload]}: median of "
@@ -605,8 +643,8 @@ def report(rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy
         print(f"{name:<{w}}{f'{total(name, 0):.3f} s [{total(name, 1):.3f}]':>22}"
               f"{f'{after_tf(name, 0):.3f} s [{after_tf(name, 1):.3f}]':>26}{f'{rss(name):.0f} MB':>10}")
     print()
-    target_note = f" (target <= {TARGET_OVERHEAD})" if workload == "defaults" else ""
     for fw, *bares in pairs:
+        target_note = f" (target <= {TARGET_OVERHEAD})" if workload == "defaults" and fw == "trainbus" else ""
         for bare in bares:
             print(f"{fw} over {bare!r}: to the first step {total(fw, 0) - total(bare, 0):+.3f} s "
                   f"[CPU {total(fw, 1) - total(bare, 1):+.3f} s]; after import tensorflow "
@@ -618,12 +656,23 @@ def report(rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy
                   f"CPU {paired(fw, bare, 1)} s")
             if fw == "trainbus" and bare != GRAPH and workload == "defaults":
                 print(f"    target <= {TARGET_OVERHEAD} s: {verdict(differences(fw, bare, 0))}")
+    if PRELOADED in runs:
+        named = max((len(r.get("modules", ())) for _, r, _ in runs["trainbus"]), default=0)
+        after = max((len(r.get("modules", ())) for _, r, _ in runs[PRELOADED]), default=0)
+        print(f"trainbus's import: trainbus over {PRELOADED!r}, the rounds' differences after import tensorflow: "
+              f"median {paired('trainbus', PRELOADED, 0)} s, CPU {paired('trainbus', PRELOADED, 1)} s "
+              f"({named} modules of trainbus's distributions and pluggy, imported before the clock started; "
+              f"{'none' if not after else after} of them imported after it)")
     if workload != "defaults":
         print(f"(the target <= {TARGET_OVERHEAD} s is on the defaults workload: --workload defaults)")
     if "tensorpack" not in runs:
         print(f"tensorpack: {tp_note}")
-    phase_kinds = ["trainbus", "bare", LOGGING, GRAPH] + (["tensorpack"] if "tensorpack" in runs else [])
-    print(f"\n{'Phases, median s [CPU s]':<30}" + "".join(f"{k:>20}" for k in phase_kinds))
+    phase_kinds = (["trainbus"] + ([PRELOADED] if PRELOADED in runs else []) + ["bare", LOGGING, GRAPH]
+                   + (["tensorpack"] if "tensorpack" in runs else []))
+    def width(k: str) -> int:
+        return max(20, len(k) + 2)
+
+    print(f"\n{'Phases, median s [CPU s]':<30}" + "".join(f"{k:>{width(k)}}" for k in phase_kinds))
     # (label, the framework's marks, the bare loop's, the bare loop with logging's)
     rows = [("import the framework", ("tf", "import"), ("tf", "import"), ("tf", "import")),
             ("TrainConfig + graph", ("import", "setup0"), ("import", "graph"), ("import", "graph")),
@@ -634,9 +683,9 @@ def report(rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy
         def cell(name: str, sp: tuple[str, str] | None) -> str:
             return "-" if sp is None else f"{span(name, *sp, 0):.3f} [{span(name, *sp, 1):.3f}]"
 
-        spans = {"trainbus": fw_span, "bare": bare_span, LOGGING: logging_span, GRAPH: logging_span,
-                 "tensorpack": fw_span}
-        print(f"  {label:<28}" + "".join(f"{cell(k, spans[k]):>20}" for k in phase_kinds))
+        spans = {"trainbus": fw_span, PRELOADED: fw_span, "bare": bare_span, LOGGING: logging_span,
+                 GRAPH: logging_span, "tensorpack": fw_span}
+        print(f"  {label:<28}" + "".join(f"{cell(k, spans[k]):>{width(k)}}" for k in phase_kinds))
 
     def timed(lines: list[list[str]]) -> str:
         return f"{med([float(x[0]) for x in lines]):.3f} s [CPU {med([float(x[1]) for x in lines]):.3f} s]"

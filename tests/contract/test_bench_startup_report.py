@@ -177,8 +177,64 @@ def test_each_child_reaches_its_first_step_and_reports_its_marks(workload, child
     order = {"trainbus": ["tf", "import", "setup0", "setup1", "session", "first"],
              "bare": ["tf", "import", "graph", "session", "first"],
              "bare-graph": ["tf", "import", "graph", "writer", "session", "first"]}[child]
-    assert set(marks) == set(order) | {"rss_kb", "queue"}, marks
+    assert set(marks) == set(order) | {"rss_kb", "queue"} | ({"modules"} if child == "trainbus" else set()), marks
     assert marks["queue"] is (workload == "queue")  # the queue workload's step reads from a queue
     walls = [marks[m][0] for m in order]
     assert walls == sorted(walls), marks  # each phase ends after the one before
     assert marks["rss_kb"] > 100_000
+    if child == "trainbus":
+        # its import: the modules of trainbus's distributions and pluggy, and only those
+        modules = marks["modules"]
+        assert {"pluggy", "trainbus", "trainbus.train.base", "trainbus_summary"} <= set(modules), modules
+        assert all(m.split(".")[0] == "pluggy" or m.startswith("trainbus") for m in modules), modules
+
+
+def test_the_child_imported_beforehand_starts_its_clock_after_the_modules_a_trainbus_child_named(tmp_path):
+    import zygote  # tests/_support
+
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", TMPDIR=str(tmp_path))
+
+    def marks_of(child: str, preload: str | None) -> dict:
+        run_env = dict(env, BENCH_STARTUP_PRELOAD=preload) if preload is not None else env
+        proc = zygote.run([sys.executable, os.path.abspath(BENCH), "--child", child], cwd=tmp_path, env=run_env,
+                          timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        line = [ln for ln in proc.stdout.splitlines() if ln.startswith("STARTUP ")]
+        return json.loads(line[0].split(" ", 1)[1])
+
+    named = marks_of("trainbus", None)["modules"]
+    assert len(named) > 20, named
+    # given every module the trainbus child named, the child imports none of them after its clock started
+    full = marks_of("trainbus-preloaded", ",".join(named))
+    assert full["modules"] == [], full["modules"]
+    assert [full[m][0] for m in ("tf", "import", "setup0", "setup1", "session", "first")] == \
+        sorted(full[m][0] for m in ("tf", "import", "setup0", "setup1", "session", "first"))
+    # given a part of them, the rest is imported after it (and reported: what the preloading missed shows)
+    part = marks_of("trainbus-preloaded", "pluggy")
+    assert "pluggy" not in part["modules"] and "trainbus.train.base" in part["modules"], part["modules"]
+
+
+def test_the_import_is_the_difference_to_the_child_imported_beforehand_and_only_trainbus_is_judged(tmp_path):
+    preloaded = "trainbus, imported beforehand"
+    path = _run_file(tmp_path / "p.json", [0.08] * 6, kinds=("trainbus", "bare", "bare, same logging",
+                                                             "bare, same graph", preloaded))
+    data = json.loads((tmp_path / "p.json").read_text())
+    for i, (tb, pre) in enumerate(zip(data["runs"]["trainbus"], data["runs"][preloaded])):
+        tb["marks"]["modules"] = ["pluggy", "trainbus", "trainbus.train"]
+        pre["marks"]["modules"] = []
+        pre["marks"]["first"] = [1000.0 + 0.2 + 0.001 * i + 0.03, 1.0 + 0.2 + 0.001 * i + 0.03]
+    (tmp_path / "p.json").write_text(json.dumps(data))
+    run = _report(path)
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    assert "trainbus's import: trainbus over 'trainbus, imported beforehand', the rounds' differences after " \
+           "import tensorflow: median +0.050" in out
+    assert "(3 modules of trainbus's distributions and pluggy, imported before the clock started; none of them " \
+           "imported after it)" in out
+    pre_line = out.split("trainbus, imported beforehand over 'bare':", 1)[1].split("\n", 2)
+    assert "after import tensorflow +0.030 s" in pre_line[0] and "(target" not in pre_line[0]
+    assert not pre_line[2].strip().startswith("target <=")  # only trainbus itself is judged
+    assert out.count("target <= 0.05 s: NOT met") == 2  # trainbus over the plain and the same-logging loops
+    phases = out.split("Phases, median s [CPU s]", 1)[1].splitlines()[0]
+    assert phases.split() == ["trainbus", "trainbus,", "imported", "beforehand", "bare", "bare,", "same",
+                              "logging", "bare,", "same", "graph"]
