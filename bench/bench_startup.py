@@ -227,16 +227,18 @@ def _time_trainer(trainer_cls, marks: dict) -> None:
     trainer_cls.setup_callbacks, trainer_cls.initialize = timed_setup, timed_initialize
 
 
-#: the top-level packages whose modules count as trainbus's own import (its distributions and pluggy)
-FRAMEWORK_PACKAGES = ("trainbus", "trainbus_", "pluggy")
 #: the environment variable that names the modules the "imported beforehand" child imports before its clock starts
 PRELOAD_ENV = "BENCH_STARTUP_PRELOAD"
 
 
 def _framework_modules(before: set) -> list[str]:
-    """The modules of :data:`FRAMEWORK_PACKAGES` imported since ``before`` was taken, in import order."""
-    return [m for m in list(sys.modules) if m not in before
-            and (m.startswith(FRAMEWORK_PACKAGES[1]) or m.split(".", 1)[0] in FRAMEWORK_PACKAGES)]
+    """The modules of trainbus's distributions (``trainbus``, ``trainbus_*``) and of pluggy imported
+    since ``before`` was taken, in import order: what trainbus's import is."""
+    def ours(name: str) -> bool:
+        top = name.partition(".")[0]
+        return top in ("trainbus", "pluggy") or top.startswith("trainbus_")
+
+    return [m for m in list(sys.modules) if m not in before and ours(m)]
 
 
 def child_framework(which: str, workload: str = "defaults", preload: bool = False) -> None:
@@ -669,6 +671,7 @@ def report(rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy
         print(f"tensorpack: {tp_note}")
     phase_kinds = (["trainbus"] + ([PRELOADED] if PRELOADED in runs else []) + ["bare", LOGGING, GRAPH]
                    + (["tensorpack"] if "tensorpack" in runs else []))
+
     def width(k: str) -> int:
         return max(20, len(k) + 2)
 
