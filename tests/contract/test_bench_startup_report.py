@@ -162,21 +162,30 @@ def test_runs_of_two_workloads_are_not_pooled(tmp_path):
     assert flag.returncode == 2 and "--workload does not apply" in flag.stderr
 
 
-@pytest.mark.parametrize("workload", ["defaults", "queue"])
-@pytest.mark.parametrize("child", ["trainbus", "bare", "bare-graph"])
-def test_each_child_reaches_its_first_step_and_reports_its_marks(workload, child, tmp_path):
+#: each child's time marks, in the order they are taken
+MARKS = {"trainbus": ["tf", "import", "setup0", "setup1", "session", "first"],
+         "bare": ["tf", "import", "graph", "session", "first"],
+         "bare-graph": ["tf", "import", "graph", "writer", "session", "first"]}
+
+
+def _child_marks(child: str, tmp_path, workload: str = "defaults", **env: str) -> dict:
+    """Run the benchmark's ``child`` (forked from the zygote) and return the marks it reported."""
     import zygote  # tests/_support
 
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", TMPDIR=str(tmp_path))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", TMPDIR=str(tmp_path), **env)
     proc = zygote.run([sys.executable, os.path.abspath(BENCH), "--child", child, "--workload", workload],
                       cwd=tmp_path, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("STARTUP ")]
     assert len(line) == 1, proc.stdout[-2000:]
-    marks = json.loads(line[0].split(" ", 1)[1])
-    order = {"trainbus": ["tf", "import", "setup0", "setup1", "session", "first"],
-             "bare": ["tf", "import", "graph", "session", "first"],
-             "bare-graph": ["tf", "import", "graph", "writer", "session", "first"]}[child]
+    return json.loads(line[0].split(" ", 1)[1])
+
+
+@pytest.mark.parametrize("workload", ["defaults", "queue"])
+@pytest.mark.parametrize("child", ["trainbus", "bare", "bare-graph"])
+def test_each_child_reaches_its_first_step_and_reports_its_marks(workload, child, tmp_path):
+    marks = _child_marks(child, tmp_path, workload)
+    order = MARKS[child]
     assert set(marks) == set(order) | {"rss_kb", "queue"} | ({"modules"} if child == "trainbus" else set()), marks
     assert marks["queue"] is (workload == "queue")  # the queue workload's step reads from a queue
     walls = [marks[m][0] for m in order]
@@ -190,27 +199,15 @@ def test_each_child_reaches_its_first_step_and_reports_its_marks(workload, child
 
 
 def test_the_child_imported_beforehand_starts_its_clock_after_the_modules_a_trainbus_child_named(tmp_path):
-    import zygote  # tests/_support
-
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", TMPDIR=str(tmp_path))
-
-    def marks_of(child: str, preload: str | None) -> dict:
-        run_env = dict(env, BENCH_STARTUP_PRELOAD=preload) if preload is not None else env
-        proc = zygote.run([sys.executable, os.path.abspath(BENCH), "--child", child], cwd=tmp_path, env=run_env,
-                          timeout=300)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        line = [ln for ln in proc.stdout.splitlines() if ln.startswith("STARTUP ")]
-        return json.loads(line[0].split(" ", 1)[1])
-
-    named = marks_of("trainbus", None)["modules"]
+    named = _child_marks("trainbus", tmp_path)["modules"]
     assert len(named) > 20, named
     # given every module the trainbus child named, the child imports none of them after its clock started
-    full = marks_of("trainbus-preloaded", ",".join(named))
+    full = _child_marks("trainbus-preloaded", tmp_path, BENCH_STARTUP_PRELOAD=",".join(named))
     assert full["modules"] == [], full["modules"]
-    assert [full[m][0] for m in ("tf", "import", "setup0", "setup1", "session", "first")] == \
-        sorted(full[m][0] for m in ("tf", "import", "setup0", "setup1", "session", "first"))
+    walls = [full[m][0] for m in MARKS["trainbus"]]
+    assert walls == sorted(walls), full
     # given a part of them, the rest is imported after it (and reported: what the preloading missed shows)
-    part = marks_of("trainbus-preloaded", "pluggy")
+    part = _child_marks("trainbus-preloaded", tmp_path, BENCH_STARTUP_PRELOAD="pluggy")
     assert "pluggy" not in part["modules"] and "trainbus.train.base" in part["modules"], part["modules"]
 
 
