@@ -19,6 +19,7 @@ from trainbus.callbacks import Callback
 from trainbus.testing import HookRecorder, TinyModel, train_tiny
 from trainbus.tfutils import common
 from trainbus.tfutils.sesscreate import INIT_WITH_VARIABLES, CountingSession, NewSessionCreator, not_counted
+from trainbus.tfutils.sessinit import SessionInit
 from trainbus.train.simple import SimpleTrainer
 
 tf1 = tf.compat.v1
@@ -111,20 +112,19 @@ def test_a_global_step_whose_initial_value_is_not_a_constant_is_read(reads):
     assert _steps(rec) == [6, 7]
 
 
+class _Restore(SessionInit):
+    """Stands for a checkpoint restore: sets the global step to 12."""
+
+    def _setup_graph(self):
+        self.op = common.get_global_step_var().assign(12).op
+
+    def _run_init(self, sess):
+        sess.run(self.op)
+
+
 def test_a_session_init_that_restores_makes_it_read(reads):
-    from trainbus.tfutils.sessinit import SessionInit
-
-    class Restore(SessionInit):
-        """Stands for a checkpoint restore: sets the variables it holds."""
-
-        def _setup_graph(self):
-            self.op = common.get_global_step_var().assign(12).op
-
-        def _run_init(self, sess):
-            sess.run(self.op)
-
     rec = HookRecorder()
-    train_tiny([rec], max_epoch=1, steps_per_epoch=2, session_init=Restore())
+    train_tiny([rec], max_epoch=1, steps_per_epoch=2, session_init=_Restore())
     assert len(reads) == 2
     assert _steps(rec) == [13, 14]
 
@@ -275,3 +275,45 @@ def test_requests_not_counted_are_this_threads_only():
         assert sess.runs == runs + 3 and other_sess.runs == other_sess.runs_after_init
         other_sess.close()
         sess.close()
+
+
+class _StartSeen(Callback):
+    """What ``trainer.start_global_step`` is in ``before_train`` and at the first step."""
+
+    def _before_train(self):
+        self.before = self.trainer.start_global_step
+
+    def _trigger_step(self):
+        if not hasattr(self, "first"):
+            self.first = (self.trainer.start_global_step, self.global_step)
+
+
+def test_start_global_step_is_where_this_run_started():
+    fresh = SimpleTrainer()
+    assert fresh.start_global_step is None
+    seen = _StartSeen()
+    train_tiny([seen], max_epoch=1, steps_per_epoch=3, trainer=fresh)
+    assert (seen.before, seen.first, fresh.start_global_step) == (None, (0, 1), 0)
+
+    seen = _StartSeen()
+    trainer = train_tiny([seen], max_epoch=1, steps_per_epoch=2, session_init=_Restore())
+    assert (seen.first, trainer.start_global_step, trainer.global_step) == ((12, 13), 12, 14)
+
+
+def test_the_interrupt_line_says_when_no_step_had_finished():
+    """``start_step`` equal to ``global_step`` and no checkpoint: no step of the run finished, and
+    the line says so; steps ran, or the start unknown: the saver is missing or failed."""
+    import pickle
+
+    from trainbus.train import TrainingInterrupted
+
+    none_ran = TrainingInterrupted("SIGTERM", 1, 12, checkpoint=None, start_step=12)
+    assert str(none_ran) == ("training interrupted by SIGTERM at epoch 1, global step 12; "
+                             "no checkpoint was written (no training step had finished)")
+    again = pickle.loads(pickle.dumps(none_ran))  # how a worker process hands it over
+    assert (again.start_step, str(again), again.exit_code) == (12, str(none_ran), 143)
+    missing = "; no checkpoint was written (the callbacks have no ModelSaver, or saving failed: see the log)"
+    assert str(TrainingInterrupted("SIGTERM", 1, 13, checkpoint=None, start_step=12)).endswith(missing)
+    assert str(TrainingInterrupted("SIGTERM", 1, 12, checkpoint=None)).endswith(missing)
+    kept = TrainingInterrupted("SIGINT", 1, 12, checkpoint="/l/model-12", checkpoint_step=12, start_step=12)
+    assert str(kept).endswith("; final checkpoint /l/model-12")

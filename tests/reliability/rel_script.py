@@ -87,6 +87,9 @@ def main():
     p.add_argument("--hold-at-ready", action="store_true",
                    help="after writing --ready, hold that step until a stop is requested (a signal then always "
                         "arrives at that step, whatever the machine's load)")
+    p.add_argument("--hold-before-first-step", action="store_true",
+                   help="write --ready in the first before_epoch, before any step, and hold there until a stop "
+                        "is requested (a signal then arrives before the run's first step)")
     p.add_argument("--marker", help="file to which after_train appends a line")
     p.add_argument("--after-train-sleep", type=float, default=0.0)
     p.add_argument("--input", default="feed", choices=["feed", "queue", "childproc", "blocking"])
@@ -114,6 +117,13 @@ def main():
     logger.set_logger_dir(a.logdir, action="k")
 
     class Probe(Callback):
+        def _before_epoch(self):
+            if a.hold_before_first_step and self.epoch_num == self.trainer.starting_epoch:
+                _write(a.ready, "ready\n")
+                end = time.monotonic() + 600
+                while not self.trainer.stop_requested and time.monotonic() < end:
+                    time.sleep(0.01)
+
         def _trigger_step(self):
             if a.ready and self.global_step == a.ready_step + (self.trainer.starting_epoch - 1) * self.trainer.steps_per_epoch:
                 _write(a.ready, "ready\n")

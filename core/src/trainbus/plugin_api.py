@@ -17,8 +17,9 @@ name                           what
 ``StopTraining``               raise it to end training after the current event
 ``TrainingInterrupted``        the exception a signal ends training with (exit status 128+n)
 ``signum_of_reason(reason)``   the signal number a stop reason names, or None
-``checkpoint_report(trainer)`` the ``checkpoint``/``checkpoint_step`` arguments of a
-                               ``TrainingInterrupted`` raised in a trainer's process
+``checkpoint_report(trainer)`` the ``checkpoint``/``checkpoint_step``/``start_step``
+                               arguments of a ``TrainingInterrupted`` raised in a trainer's
+                               process
 ``PluginWarning``              the warning category of misbehaving plugins
 ``contribution_manager()``     the process's plugin manager for the contribution hooks
                                (``default_callbacks``, ``default_monitors``, ``sessinit_for``)

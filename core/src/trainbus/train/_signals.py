@@ -76,6 +76,8 @@ class TrainingInterrupted(SystemExit):
     :ivar checkpoint: the newest checkpoint prefix in the ``ModelSaver``'s directory after the
         stop (None if the run has no saver or none was written; :data:`UNKNOWN` if not looked up).
     :ivar checkpoint_step: the global step of ``checkpoint`` (None if unknown).
+    :ivar start_step: the global step this run's training started at (None if unknown): equal to
+        ``global_step``, no step of this run had finished when it stopped.
     :ivar exit_code: ``128 + signum``, the conventional exit status for a script.
     :ivar origin: ``None`` when this process received the signal; in a multi-process job
         (Horovod, distributed runtime) the process that did, when it was another one.
@@ -83,7 +85,7 @@ class TrainingInterrupted(SystemExit):
 
     def __init__(self, signame: str, epoch: int | None, global_step: int | None, signum: int | None = None,
                  origin: str | None = None, checkpoint: str | None = UNKNOWN,
-                 checkpoint_step: int | None = None) -> None:
+                 checkpoint_step: int | None = None, start_step: int | None = None) -> None:
         self.signame = signame
         #: None when this process received the signal; else who did (e.g. ``"rank 1"``)
         self.origin = origin
@@ -92,6 +94,7 @@ class TrainingInterrupted(SystemExit):
         self.global_step = global_step
         self.checkpoint = checkpoint
         self.checkpoint_step = checkpoint_step
+        self.start_step = start_step
         self.exit_code = 128 + self.signum
         self._reported = False
         super().__init__(self.exit_code)
@@ -107,6 +110,8 @@ class TrainingInterrupted(SystemExit):
         if self.checkpoint == UNKNOWN:
             return ""
         if self.checkpoint is None:
+            if self.start_step is not None and self.global_step == self.start_step:
+                return "; no checkpoint was written (no training step had finished)"
             return "; no checkpoint was written (the callbacks have no ModelSaver, or saving failed: see the log)"
         if self.checkpoint_step is not None and self.global_step is not None \
                 and self.checkpoint_step != self.global_step:
@@ -119,7 +124,7 @@ class TrainingInterrupted(SystemExit):
 
     def __reduce__(self) -> Any:
         return (type(self), (self.signame, self.epoch, self.global_step, self.signum, self.origin, self.checkpoint,
-                             self.checkpoint_step))
+                             self.checkpoint_step, self.start_step))
 
     # Python reads ``code`` of a SystemExit exactly when it ends the interpreter with it (and
     # multiprocessing when it ends a child process with it): the moment to print the one line,
@@ -193,9 +198,10 @@ def newest_checkpoint(trainer: Any) -> tuple[str | None, int | None]:
 
 
 def checkpoint_report(trainer: Any) -> dict[str, Any]:
-    """The ``checkpoint``/``checkpoint_step`` keyword arguments of a :class:`TrainingInterrupted`
-    raised in ``trainer``'s process, as the single-process trainer fills them: the newest checkpoint
-    of its checkpoint writer (``checkpoint=None`` when it lists none, or when a chief has no saver).
+    """The ``checkpoint``/``checkpoint_step``/``start_step`` keyword arguments of a
+    :class:`TrainingInterrupted` raised in ``trainer``'s process, as the single-process trainer
+    fills them: the newest checkpoint of its checkpoint writer (``checkpoint=None`` when it lists
+    none, or when a chief has no saver) and the global step its training started at.
     Empty for a non-chief process without a saver: the chief-only savers run elsewhere, so this
     process cannot tell (the chief's line names the checkpoint)."""
     from trainbus import checkpoint
@@ -203,7 +209,7 @@ def checkpoint_report(trainer: Any) -> dict[str, Any]:
     path, step = checkpoint.newest_checkpoint(trainer)
     if path is None and not getattr(trainer, "is_chief", True) and not checkpoint.find_writers(trainer):
         return {}
-    return {"checkpoint": path, "checkpoint_step": step}
+    return {"checkpoint": path, "checkpoint_step": step, "start_step": getattr(trainer, "start_global_step", None)}
 
 
 def signum_of_reason(reason: str | None) -> int | None:
@@ -381,7 +387,7 @@ def graceful_signals(trainer: Any, signals: tuple = DEFAULT_SIGNALS) -> Iterator
         signum = (watcher.received or handled)[0]
         ckpt, ckpt_step = newest_checkpoint(trainer)
         raise TrainingInterrupted(signal.Signals(signum).name, trainer.epoch_num, trainer.global_step, signum,
-                                  checkpoint=ckpt, checkpoint_step=ckpt_step)
+                                  checkpoint=ckpt, checkpoint_step=ckpt_step, start_step=getattr(trainer, "start_global_step", None))
 
 
 def _restore(entry: Any, previous: dict, old_fd: int | None, watcher: Any) -> None:
@@ -480,7 +486,7 @@ def interrupts_before_training(trainer: Any = None, checkpoint: str | None = Non
             # training ran and its own handlers were already taken down: report it as usual
             ckpt, ckpt_step = newest_checkpoint(trainer)
             raise TrainingInterrupted(name, trainer.epoch_num, trainer.global_step, signum, checkpoint=ckpt,
-                                      checkpoint_step=ckpt_step)
+                                      checkpoint_step=ckpt_step, start_step=getattr(trainer, "start_global_step", None))
         raise InterruptedBeforeTraining(name, signum, setup.describe(), setup.checkpoint, _step_of(setup.checkpoint))
 
     try:

@@ -250,6 +250,7 @@ class Trainer(ResumableTrainer):
         self._step_incr_op: Any = None
         #: (global step, the session's runs then) when initialize() knew it without a read
         self._step_after_init: tuple[int, int] | None = None
+        self._start_global_step: int | None = None
         # checkpoint commits (list + callback states) waiting for every callback to handle the
         # triggers of the step: trainbus.checkpoint.defer_commit / flush_commits
         self._pending_commits: list[Any] = []
@@ -272,6 +273,13 @@ class Trainer(ResumableTrainer):
     def local_step(self) -> int:
         """Steps finished in the current epoch, counting from 0 (``-1`` before the first)."""
         return self.loop.local_step
+
+    @property
+    def start_global_step(self) -> int | None:
+        """The global step this run's training started at (the restored one when resuming), set
+        once every ``before_train`` ran; None before. ``global_step`` equal to it: no step of this
+        run has finished."""
+        return self._start_global_step
 
     @property
     def steps_per_epoch(self) -> int:
@@ -557,6 +565,7 @@ class Trainer(ResumableTrainer):
                 data_policy = self._skip_consumed_datapoints()
                 bus.before_train(trainer=self)
                 loop.set_global_step(self._global_step_now())
+                self._start_global_step = loop.global_step
                 run_step = self.run_step
                 trigger_step = bus.trigger_step
                 hooked = self.hooked_sess
