@@ -33,8 +33,10 @@ def _wait_here(waiting: str, where: str) -> None:
 
 
 def _block_in_tensorflow(waiting: str) -> None:
-    """Write ``waiting``, then block inside TensorFlow (a dequeue from an empty queue in a
-    separate graph): Python signal handlers cannot run until it returns."""
+    """Block inside TensorFlow (a dequeue from an empty queue in a separate graph), where Python
+    signal handlers cannot run until it returns, and write ``waiting`` once it is blocked there."""
+    import threading
+
     import tensorflow as tf
 
     tf1 = tf.compat.v1
@@ -42,8 +44,25 @@ def _block_in_tensorflow(waiting: str) -> None:
     with g.as_default():
         q = tf1.FIFOQueue(1, [tf.float32])
         take = q.dequeue()
+    main = threading.get_ident()
+
+    def announce() -> None:
+        # written only once the main thread has stayed at the same instruction of TensorFlow's
+        # call into its C++ session for a while: a signal sent earlier could still reach the
+        # Python handler (on a loaded machine, the process may pause just before the call)
+        last = None
+        end = time.monotonic() + WAIT_LIMIT
+        while time.monotonic() < end:
+            f = sys._current_frames().get(main)
+            here = (f.f_code.co_name, f.f_lasti) if f is not None else None
+            if here is not None and here[0] == "_call_tf_sessionrun" and here == last:
+                _write(waiting, "graph-blocked\n")
+                return
+            last = here
+            time.sleep(0.05)
+
+    threading.Thread(target=announce, name="announce-blocked", daemon=True).start()
     with tf1.Session(graph=g) as sess:
-        _write(waiting, "graph-blocked\n")
         sess.run(take, options=tf1.RunOptions(timeout_in_ms=WAIT_LIMIT * 1000))
     raise RuntimeError("rel_setup_script: the blocked dequeue returned")
 

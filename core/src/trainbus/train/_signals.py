@@ -197,6 +197,14 @@ def newest_checkpoint(trainer: Any) -> tuple[str | None, int | None]:
     return checkpoint.newest_checkpoint(trainer)
 
 
+def _stop_report(trainer: Any) -> dict[str, Any]:
+    """What the signal handlers give a :class:`TrainingInterrupted` beside the signal: the newest
+    checkpoint of ``trainer``'s checkpoint writer (``checkpoint=None`` when it lists none), its
+    step, and the global step the training started at."""
+    path, step = newest_checkpoint(trainer)
+    return {"checkpoint": path, "checkpoint_step": step, "start_step": getattr(trainer, "start_global_step", None)}
+
+
 def checkpoint_report(trainer: Any) -> dict[str, Any]:
     """The ``checkpoint``/``checkpoint_step``/``start_step`` keyword arguments of a
     :class:`TrainingInterrupted` raised in ``trainer``'s process, as the single-process trainer
@@ -206,10 +214,10 @@ def checkpoint_report(trainer: Any) -> dict[str, Any]:
     process cannot tell (the chief's line names the checkpoint)."""
     from trainbus import checkpoint
 
-    path, step = checkpoint.newest_checkpoint(trainer)
-    if path is None and not getattr(trainer, "is_chief", True) and not checkpoint.find_writers(trainer):
+    report = _stop_report(trainer)
+    if report["checkpoint"] is None and not getattr(trainer, "is_chief", True) and not checkpoint.find_writers(trainer):
         return {}
-    return {"checkpoint": path, "checkpoint_step": step, "start_step": getattr(trainer, "start_global_step", None)}
+    return report
 
 
 def signum_of_reason(reason: str | None) -> int | None:
@@ -385,9 +393,8 @@ def graceful_signals(trainer: Any, signals: tuple = DEFAULT_SIGNALS) -> Iterator
         _restore(entry, previous, old_fd, watcher)
     if watcher.received or handled:
         signum = (watcher.received or handled)[0]
-        ckpt, ckpt_step = newest_checkpoint(trainer)
         raise TrainingInterrupted(signal.Signals(signum).name, trainer.epoch_num, trainer.global_step, signum,
-                                  checkpoint=ckpt, checkpoint_step=ckpt_step, start_step=getattr(trainer, "start_global_step", None))
+                                  **_stop_report(trainer))
 
 
 def _restore(entry: Any, previous: dict, old_fd: int | None, watcher: Any) -> None:
@@ -484,9 +491,8 @@ def interrupts_before_training(trainer: Any = None, checkpoint: str | None = Non
         raised.append(signum)
         if trainer is not None and getattr(trainer, "_training_started", False):
             # training ran and its own handlers were already taken down: report it as usual
-            ckpt, ckpt_step = newest_checkpoint(trainer)
-            raise TrainingInterrupted(name, trainer.epoch_num, trainer.global_step, signum, checkpoint=ckpt,
-                                      checkpoint_step=ckpt_step, start_step=getattr(trainer, "start_global_step", None))
+            raise TrainingInterrupted(name, trainer.epoch_num, trainer.global_step, signum,
+                                      **_stop_report(trainer))
         raise InterruptedBeforeTraining(name, signum, setup.describe(), setup.checkpoint, _step_of(setup.checkpoint))
 
     try:
