@@ -117,20 +117,21 @@ def main():
     logger.set_logger_dir(a.logdir, action="k")
 
     class Probe(Callback):
+        def _hold_until_stop(self):
+            end = time.monotonic() + 600
+            while not self.trainer.stop_requested and time.monotonic() < end:
+                time.sleep(0.01)
+
         def _before_epoch(self):
             if a.hold_before_first_step and self.epoch_num == self.trainer.starting_epoch:
                 _write(a.ready, "ready\n")
-                end = time.monotonic() + 600
-                while not self.trainer.stop_requested and time.monotonic() < end:
-                    time.sleep(0.01)
+                self._hold_until_stop()
 
         def _trigger_step(self):
             if a.ready and self.global_step == a.ready_step + (self.trainer.starting_epoch - 1) * self.trainer.steps_per_epoch:
                 _write(a.ready, "ready\n")
                 if a.hold_at_ready:
-                    end = time.monotonic() + 600
-                    while not self.trainer.stop_requested and time.monotonic() < end:
-                        time.sleep(0.01)
+                    self._hold_until_stop()
             if a.step_sleep:
                 time.sleep(a.step_sleep)
 
