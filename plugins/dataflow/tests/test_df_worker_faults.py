@@ -536,22 +536,89 @@ def tiny_dataflow_iter():
         yield from ds
 
 
-def test_no_shared_memory_or_pipe_left_after_failures(tmp_path):
-    """/dev/shm and the pipe directories are as before after a failed MultiProcessRunner and ZMQ runner."""
-    shm_before = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
-    import tempfile
-
-    pipes_before = {n for n in os.listdir(tempfile.gettempdir()) if n.startswith(f"trainbus-pipes-{os.getpid()}-")}
+def _kill_each_runner_once() -> None:
+    """Start a MultiProcessRunner and a ZMQ runner (one worker each), SIGKILL the worker, iterate
+    until the runner reports it."""
     for kind in ("mp", "zmq"):
         df = make_runner(kind, nproc=1)
         it = iter(df)
         next(it)
         os.kill(df.worker_pids[0], signal.SIGKILL)
         assert isinstance(iterate_until_error(it), WorkerDiedError)
-    shm_after = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
-    pipes_after = {n for n in os.listdir(tempfile.gettempdir()) if n.startswith(f"trainbus-pipes-{os.getpid()}-")}
-    assert shm_after <= shm_before, shm_after - shm_before
-    assert pipes_after <= pipes_before, pipes_after - pipes_before
+
+
+def test_no_pipe_left_after_failures():
+    """The pipe directories of this process are as before after a failed MultiProcessRunner and ZMQ runner."""
+    import tempfile
+
+    def pipes():
+        return {n for n in os.listdir(tempfile.gettempdir()) if n.startswith(f"trainbus-pipes-{os.getpid()}-")}
+
+    before = pipes()
+    _kill_each_runner_once()
+    assert pipes() <= before, pipes() - before
+
+
+#: runs in a private mount namespace whose /dev/shm is a new, empty tmpfs: what is there at the end
+#: was left by this process (another test's semaphores on the machine's /dev/shm are not seen)
+SHM_SCRIPT = r"""
+import itertools, os, signal, sys, time
+from multiprocessing import shared_memory
+from trainbus.dataflow import DataFromGenerator, MultiProcessRunner, MultiProcessRunnerZMQ
+from trainbus.dataflow.parallel import WorkerDiedError
+
+# the check sees what is made here: a segment shows in this /dev/shm until it is unlinked
+probe = shared_memory.SharedMemory(create=True, size=64)
+print("PROBE", probe.name.lstrip("/") in os.listdir("/dev/shm"))
+probe.close()
+probe.unlink()
+print("BEFORE", sorted(os.listdir("/dev/shm")))
+for kind in ("mp", "zmq"):
+    src = DataFromGenerator(lambda: ([0, k] for k in itertools.count()))
+    df = MultiProcessRunner(src, 4, 1) if kind == "mp" else MultiProcessRunnerZMQ(src, 1, hwm=4)
+    df.reset_state()
+    it = iter(df)
+    next(it)
+    os.kill(df.worker_pids[0], signal.SIGKILL)
+    end = time.monotonic() + float(sys.argv[1])
+    try:
+        for _ in it:
+            if time.monotonic() > end:
+                sys.exit(f"{kind}: still producing after the worker was killed")
+    except WorkerDiedError as e:
+        print("DIED", kind, type(e).__name__)
+print("AFTER", sorted(os.listdir("/dev/shm")))
+"""
+
+
+def _can_mount_private_shm() -> bool:
+    import shutil
+    import subprocess
+
+    if shutil.which("unshare") is None:
+        return False
+    r = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=16m trainbus-shm /dev/shm"],
+                       capture_output=True, timeout=60)
+    return r.returncode == 0
+
+
+def test_no_shared_memory_left_after_failures():
+    """/dev/shm is as before after a failed MultiProcessRunner and ZMQ runner: checked in a
+    private mount namespace with its own /dev/shm (a real tmpfs), so that the shared memory and
+    semaphores of the tests other workers run meanwhile are not counted."""
+    import subprocess
+
+    if not _can_mount_private_shm():
+        pytest.skip("this machine does not allow a private /dev/shm (unshare -m, mount -t tmpfs); "
+                    "test_no_pipe_left_after_failures covers the pipes")
+    r = subprocess.run(["unshare", "-m", "sh", "-c",
+                        'mount -t tmpfs -o size=16m trainbus-shm /dev/shm && exec "$0" -c "$1" "$2"',
+                        sys.executable, SHM_SCRIPT, str(DEADLINE)],
+                       capture_output=True, text=True, timeout=DEADLINE * 3)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith(("PROBE ", "BEFORE ", "DIED ", "AFTER "))]
+    assert lines == ["PROBE True", "BEFORE []", "DIED mp WorkerDiedError", "DIED zmq WorkerDiedError",
+                     "AFTER []"], r.stdout
 
 
 def test_arrays_still_arrive_intact():
