@@ -1,8 +1,12 @@
 """Kill trainings with SIGKILL at random moments (run by test_rel_crash.py in a subprocess).
 
 This process imports TensorFlow and the plugins once and creates no session; each training
-runs in a forked child (cheap: no new interpreter), which is SIGKILLed after a random delay,
-and the next child resumes in the same directory with ``AutoResumeTrainConfig``.
+runs in a forked child (cheap: no new interpreter), which is SIGKILLed at a random moment,
+and the next child resumes in the same directory with ``AutoResumeTrainConfig``. The moment is
+chosen by progress, not by the clock alone: the child holds after a random number of steps (0 to
+5: up to 3 epochs), then goes on and is killed a random part of its longest step's time later
+(a checkpoint's write, a stats write, ...). So the kills land at the same spread of places on a
+loaded machine as on a quiet one.
 
 Usage: python rel_killer.py ROOT LINEAGES KILLS_PER_LINEAGE SEED  -> writes ROOT/report.json
 """
@@ -34,17 +38,36 @@ for _name in ("ModelSaver", "JSONWriter", "TFEventWriter", "ScalarPrinter"):
     getattr(C, _name)  # resolve (import) the plugins before forking
 
 
-class _Started(C.Callback):
-    """Tells the parent (through a pipe) that the training loop starts."""
+class _Hold(C.Callback):
+    """Holds the training at a chosen point until the parent says go: once the loop starts
+    (``at=0``) or once step ``at`` and its triggers are done. It then writes, on ``out``, the
+    longest time a step and its triggers took so far, the run's first step left out (it holds
+    the session's first run); 0 if no other step ran. Then it waits for a byte on ``go``. The files on
+    disk are what that point of the run left; the parent kills the run a random time after go.
+    ``at=None``: never held."""
 
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
+    def __init__(self, out: int, go: int, at: int | None) -> None:
+        self.out, self.go, self.at = out, go, at
+        self.steps, self.longest, self._last = 0, 0.0, None
+
+    def _hold(self) -> None:
+        os.write(self.out, f"{self.longest:.6f}\n".encode())
+        os.read(self.go, 1)
+        self._last = time.monotonic()
 
     def _before_train(self) -> None:
-        try:
-            os.write(self.fd, b"s")
-        except OSError:
-            pass
+        self._last = time.monotonic()
+        if self.at == 0:
+            self._hold()
+
+    def _trigger_step(self) -> None:
+        now = time.monotonic()
+        self.steps += 1
+        if self.steps > 1:
+            self.longest = max(self.longest, now - self._last)
+        self._last = now
+        if self.steps == self.at:
+            self._hold()
 
 
 class _EpochScalar(C.Callback):
@@ -117,7 +140,7 @@ def verify(logdir: str) -> dict:
     return res
 
 
-def train_child(trainer: SimpleTrainer, logdir: str, max_epoch: int, fd: int) -> None:
+def train_child(trainer: SimpleTrainer, logdir: str, max_epoch: int, hold: _Hold) -> None:
     rec = verify(logdir)
     with open(os.path.join(os.path.dirname(logdir), "verify.jsonl"), "a") as f:
         f.write(json.dumps(rec) + "\n")
@@ -125,28 +148,41 @@ def train_child(trainer: SimpleTrainer, logdir: str, max_epoch: int, fd: int) ->
         os.fsync(f.fileno())
     logger.set_logger_dir(logdir, action="k")
     cfg = AutoResumeTrainConfig(
-        callbacks=[C.ModelSaver(max_to_keep=2), _Started(fd), _EpochScalar()], extra_callbacks=[],
+        callbacks=[C.ModelSaver(max_to_keep=2), hold, _EpochScalar()], extra_callbacks=[],
         monitors=[C.JSONWriter(), C.TFEventWriter()], steps_per_epoch=2, max_epoch=max_epoch)
     trainer.train_with_config(cfg)
 
 
-def run_child(trainer: SimpleTrainer, logdir: str, max_epoch: int) -> tuple[int, int]:
-    r, w = os.pipe()
+def run_child(trainer: SimpleTrainer, logdir: str, max_epoch: int, hold_at: int | None) -> tuple[int, int, int]:
+    """Fork a training of ``logdir``, held at step ``hold_at`` (see :class:`_Hold`); returns its
+    pid, the pipe it says it is held on and the pipe that lets it go."""
+    out_r, out_w = os.pipe()
+    go_r, go_w = os.pipe()
     pid = os.fork()
     if pid == 0:
         code = 0
         try:
-            os.close(r)
+            os.close(out_r)
+            os.close(go_w)
             sys.stdout = open(os.devnull, "w")
-            train_child(trainer, logdir, max_epoch, w)
+            train_child(trainer, logdir, max_epoch, _Hold(out_w, go_r, hold_at))
         except BaseException as e:  # noqa: BLE001
             with open(os.path.join(os.path.dirname(logdir), "child-errors.txt"), "a") as f:
                 f.write(f"{logdir}: {type(e).__name__}: {e}\n")
             code = 1
         finally:
             os._exit(code)
-    os.close(w)
-    return pid, r
+    os.close(out_w)
+    os.close(go_r)
+    return pid, out_r, go_w
+
+
+def _held(r: int) -> float | None:
+    """The longest step time the held child reports; None if it ended (or said nothing for a
+    minute) before getting there."""
+    ready, _, _ = select.select([r], [], [], 60)
+    line = os.read(r, 64) if ready else b""
+    return float(line) if line.strip() else None
 
 
 def main() -> None:
@@ -155,17 +191,26 @@ def main() -> None:
     trainer = build_trainer()
     TrainbusPluginManager().load_ambient()  # import the ambient plugins once, before forking
     report = {"kills": [], "finals": []}
+    typical = None  # the longest step (after a run's first) that a held run reported last
     for k in range(kills):
         for li in range(lineages):
             logdir = os.path.join(root, f"lineage{li}")
-            delay = rng.uniform(0.0, 0.6)
-            pid, r = run_child(trainer, logdir, 10000)
-            select.select([r], [], [], 60)  # the training loop starts (or the child died)
-            os.close(r)
-            time.sleep(delay)
+            steps, part = rng.randrange(0, 6), rng.uniform(0.0, 1.0)  # up to 3 epochs of 2 steps
+            pid, r, go = run_child(trainer, logdir, 10000, steps)
+            longest = _held(r)
+            typical = longest or typical
+            try:
+                os.write(go, b"g")
+            except BrokenPipeError:  # it ended before the hold: its error is in child-errors.txt
+                pass
+            # a random part of the longest step seen (with a checkpoint's write when an epoch
+            # ended in it): what this run measured, else what an earlier run did
+            time.sleep(part * (typical or 0.05))
             os.kill(pid, signal.SIGKILL)
+            os.close(r)
+            os.close(go)
             _, status = os.waitpid(pid, 0)
-            report["kills"].append({"lineage": li, "delay": delay,
+            report["kills"].append({"lineage": li, "steps": steps, "part": part,
                                     "killed": os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL})
     # a last run per lineage verifies the files, resumes once more and finishes two more epochs
     for li in range(lineages):
@@ -174,8 +219,9 @@ def main() -> None:
         if os.path.exists(os.path.join(logdir, "stats.json")):
             with open(os.path.join(logdir, "stats.json")) as f:
                 last = json.load(f)[-1]["epoch_num"]
-        pid, r = run_child(trainer, logdir, last + 2)
+        pid, r, go = run_child(trainer, logdir, last + 2, None)
         os.close(r)
+        os.close(go)
         _, status = os.waitpid(pid, 0)
         report["finals"].append({"lineage": li, "exit": os.waitstatus_to_exitcode(status), "max_epoch": last + 2})
     with open(os.path.join(root, "report.json"), "w") as f:
