@@ -19,59 +19,24 @@ import pytest
 import tensorflow as tf
 
 from trainbus.callbacks import Callback
-from trainbus.dataflow import (DataFlowTerminated, DataFromGenerator, DataFromList, MultiProcessMapAndBatchData,
-                               MultiProcessMapData, MultiProcessMapDataZMQ, MultiProcessRunner, MultiProcessRunnerZMQ,
+from trainbus.dataflow import (DataFlowTerminated, DataFromGenerator, DataFromList, MultiProcessMapData,
+                               MultiProcessMapDataZMQ, MultiProcessRunner, MultiProcessRunnerZMQ,
                                PrefetchData, PrefetchDataZMQ)
 from trainbus.dataflow.parallel import (DEFAULT_STALL_TIMEOUT, STALL_TIMEOUT_ENV, WorkerDiedError, WorkerFailedError,
                                         WorkerStalledError)
 from trainbus.input_source import FeedInput, QueueInput, StagingInput, TFDatasetInput
 from trainbus.testing import TinyModel, tiny_dataflow
 
+# this folder is on sys.path (conftest.py): the runners and their failure scenario, shared with a child process
+from runner_faults import DEADLINE, endless, iterate_until_error, kill_each_runner_once, make_runner
+
 tf1 = tf.compat.v1
 
 pytestmark = pytest.mark.timeout(300)
 
-DEADLINE = 60  # seconds an error may take to show on a loaded machine (normally well under one)
-
-
-def endless(tag: int = 0):
-    """An endless dataflow of ``[tag, k]``."""
-    return DataFromGenerator(lambda: ([tag, k] for k in itertools.count()))
-
-
-def make_runner(kind: str, nproc: int = 2, stall_timeout: float | None = None, func=None):
-    """A started dataflow of ``kind``; ``func`` is the map function of the map kinds."""
-    func = func or (lambda dp: dp)
-    if kind == "zmq":
-        df = MultiProcessRunnerZMQ(endless(), nproc, hwm=4, stall_timeout=stall_timeout)
-    elif kind == "mp":
-        df = MultiProcessRunner(endless(), 4, nproc, stall_timeout=stall_timeout)
-    elif kind == "map":
-        df = MultiProcessMapData(endless(), nproc, func, buffer_size=8, stall_timeout=stall_timeout)
-    elif kind == "mapbatch":
-        df = MultiProcessMapAndBatchData(endless(), nproc, func, batch_size=2, buffer_size=8,
-                                         stall_timeout=stall_timeout)
-    else:
-        raise AssertionError(kind)
-    df.reset_state()
-    return df
-
-
 KINDS = ["zmq", "mp", "map", "mapbatch"]
 OWNER = {"zmq": "MultiProcessRunnerZMQ", "mp": "MultiProcessRunner", "map": "MultiProcessMapDataZMQ",
          "mapbatch": "MultiProcessMapAndBatchDataZMQ"}
-
-
-def iterate_until_error(df, deadline: float = DEADLINE) -> BaseException:
-    """Iterate ``df`` until it raises; returns the exception (fails after ``deadline`` s)."""
-    end = time.monotonic() + deadline
-    try:
-        for _ in df:
-            if time.monotonic() > end:
-                break
-    except BaseException as e:  # noqa: BLE001 - what the test looks at
-        return e
-    raise AssertionError(f"{type(df).__name__} kept producing for {deadline} s")
 
 
 def gone(pid: int) -> bool:
@@ -536,17 +501,6 @@ def tiny_dataflow_iter():
         yield from ds
 
 
-def _kill_each_runner_once() -> None:
-    """Start a MultiProcessRunner and a ZMQ runner (one worker each), SIGKILL the worker, iterate
-    until the runner reports it."""
-    for kind in ("mp", "zmq"):
-        df = make_runner(kind, nproc=1)
-        it = iter(df)
-        next(it)
-        os.kill(df.worker_pids[0], signal.SIGKILL)
-        assert isinstance(iterate_until_error(it), WorkerDiedError)
-
-
 def test_no_pipe_left_after_failures():
     """The pipe directories of this process are as before after a failed MultiProcessRunner and ZMQ runner."""
     import tempfile
@@ -555,17 +509,18 @@ def test_no_pipe_left_after_failures():
         return {n for n in os.listdir(tempfile.gettempdir()) if n.startswith(f"trainbus-pipes-{os.getpid()}-")}
 
     before = pipes()
-    _kill_each_runner_once()
+    for kind, error in kill_each_runner_once():
+        assert isinstance(error, WorkerDiedError), (kind, error)
     assert pipes() <= before, pipes() - before
 
 
 #: runs in a private mount namespace whose /dev/shm is a new, empty tmpfs: what is there at the end
 #: was left by this process (another test's semaphores on the machine's /dev/shm are not seen)
 SHM_SCRIPT = r"""
-import itertools, os, signal, sys, time
+import os, sys
 from multiprocessing import shared_memory
-from trainbus.dataflow import DataFromGenerator, MultiProcessRunner, MultiProcessRunnerZMQ
-from trainbus.dataflow.parallel import WorkerDiedError
+sys.path.insert(0, sys.argv[1])  # this test's folder: the scenario of runner_faults.py
+from runner_faults import kill_each_runner_once
 
 # the check sees what is made here: a segment shows in this /dev/shm until it is unlinked
 probe = shared_memory.SharedMemory(create=True, size=64)
@@ -573,20 +528,8 @@ print("PROBE", probe.name.lstrip("/") in os.listdir("/dev/shm"))
 probe.close()
 probe.unlink()
 print("BEFORE", sorted(os.listdir("/dev/shm")))
-for kind in ("mp", "zmq"):
-    src = DataFromGenerator(lambda: ([0, k] for k in itertools.count()))
-    df = MultiProcessRunner(src, 4, 1) if kind == "mp" else MultiProcessRunnerZMQ(src, 1, hwm=4)
-    df.reset_state()
-    it = iter(df)
-    next(it)
-    os.kill(df.worker_pids[0], signal.SIGKILL)
-    end = time.monotonic() + float(sys.argv[1])
-    try:
-        for _ in it:
-            if time.monotonic() > end:
-                sys.exit(f"{kind}: still producing after the worker was killed")
-    except WorkerDiedError as e:
-        print("DIED", kind, type(e).__name__)
+for kind, error in kill_each_runner_once():
+    print("DIED", kind, type(error).__name__)
 print("AFTER", sorted(os.listdir("/dev/shm")))
 """
 
@@ -603,10 +546,11 @@ def test_no_shared_memory_left_after_failures():
     import subprocess
 
     r = None
+    here = os.path.dirname(os.path.abspath(__file__))
     if shutil.which("unshare") is not None:
         r = subprocess.run(["unshare", "-m", "sh", "-c",
                             f'mount -t tmpfs -o size=16m trainbus-shm /dev/shm || exit {_NO_PRIVATE_SHM}; '
-                            'exec "$0" -c "$1" "$2"', sys.executable, SHM_SCRIPT, str(DEADLINE)],
+                            'exec "$0" -c "$1" "$2"', sys.executable, SHM_SCRIPT, here],
                            capture_output=True, text=True, timeout=DEADLINE * 3)
     # unshare itself refused (not allowed to make a mount namespace), or the mount was refused
     if r is None or r.returncode == _NO_PRIVATE_SHM or (r.returncode != 0 and r.stderr.startswith("unshare:")):
