@@ -653,7 +653,8 @@ def report(rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy
                   f"{after_tf(fw, 0) - after_tf(bare, 0):+.3f} s "
                   f"[CPU {after_tf(fw, 1) - after_tf(bare, 1):+.3f} s]"
                   f"{' (its own machinery)' if bare in (GRAPH, TP_GRAPH) else target_note}; "
-                  f"peak RSS {rss(fw) - rss(bare):+.0f} MB")
+                  f"peak RSS {rss(fw) - rss(bare):+.0f} MB; {after_tf(fw, 0) / after_tf(bare, 0):.2f}x its time "
+                  "after import tensorflow")
             print(f"    the rounds' differences after import tensorflow: median {paired(fw, bare, 0)} s, "
                   f"CPU {paired(fw, bare, 1)} s")
             if fw == "trainbus" and bare != GRAPH and workload == "defaults":

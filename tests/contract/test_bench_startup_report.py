@@ -103,6 +103,8 @@ def test_from_json_pools_the_rounds_of_several_runs_and_judges_them_together(tmp
     # the rounds of all three files, and only theirs: none of the files alone has this median and these quartiles
     assert "median +0.030 (quartiles +0.010 to +0.045) s" in over_bare[1]
     assert over_bare[2].strip().startswith("target <= 0.05 s: met (90% interval")
+    # each overhead line ends with the ratio of the medians after import tensorflow: 0.232 s over 0.202 s
+    assert over_bare[0].endswith("peak RSS +0 MB; 1.15x its time after import tensorflow"), over_bare[0]
     assert "its own machinery" in out.split("trainbus over 'bare, same graph':", 1)[1].split("\n", 1)[0]
     assert "from trainbus import * after TensorFlow: 0.080 s" in out
 
