@@ -56,8 +56,10 @@ average of the queue's size. The target is judged on the defaults workload only.
 
 Each overhead is given twice: the difference of the two kinds' medians, and the median (with
 quartiles) of the rounds' own differences; a round runs the kinds back to back, so the second
-figure moves less when the machine's load changes during the run. The overhead's target is judged
-on the second, with its 90% bootstrap interval (the rounds resampled 2000 times, a fixed seed):
+figure moves less when the machine's load changes during the run. The ratio of the two medians after
+``import tensorflow`` ends each overhead's line: it moves less than the seconds when the whole machine
+is slower one day than another. The overhead's target is judged on the median of the rounds'
+differences, with its 90% bootstrap interval (the rounds resampled 2000 times, a fixed seed):
 **met** when the whole interval is at or below 0.05 s, **not met** when the whole interval is above,
 else **not decided by this run** (the rounds scatter more than the distance to the target: run more).
 ``--json PATH`` writes every measurement of the run; ``--from-json A.json B.json ...`` prints the
