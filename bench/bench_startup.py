@@ -58,10 +58,12 @@ Each overhead is given twice: the difference of the two kinds' medians, and the 
 quartiles) of the rounds' own differences; a round runs the kinds back to back, so the second
 figure moves less when the machine's load changes during the run. The ratio of the two medians after
 ``import tensorflow`` ends each overhead's line: it moves less than the seconds when the whole machine
-is slower one day than another. The overhead's target is judged on the median of the rounds'
-differences, with its 90% bootstrap interval (the rounds resampled 2000 times, a fixed seed):
-**met** when the whole interval is at or below 0.05 s, **not met** when the whole interval is above,
-else **not decided by this run** (the rounds scatter more than the distance to the target: run more).
+is slower one day than another. The line under it also gives the median of the rounds' own ratios with
+its 90% bootstrap interval: within one run the ratio scatters from round to round as the seconds do.
+The overhead's target is judged on the median of the rounds' differences, with its 90% bootstrap
+interval (the rounds resampled 2000 times, a fixed seed): **met** when the whole interval is at or
+below 0.05 s, **not met** when the whole interval is above, else **not decided by this run** (the
+rounds scatter more than the distance to the target: run more).
 ``--json PATH`` writes every measurement of the run; ``--from-json A.json B.json ...`` prints the
 report again from such files, several runs pooled as one (their rounds together), without running
 anything: three runs of 15 rounds judge the target on 45 rounds (each run once: the same run twice is refused).
@@ -608,6 +610,16 @@ def report(rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy
         return sorted((rf["first"][c] - rf["tf"][c]) - (rb["first"][c] - rb["tf"][c])
                       for (_, rf, _), (_, rb, _) in zip(runs[fw], runs[bare]))
 
+    def ratios(fw: str, bare: str) -> str:
+        """The median of each round's ratio of the two times after import tensorflow, with its 90%
+        bootstrap interval: how far the ratio itself moves from round to round."""
+        rs = [(rf["first"][0] - rf["tf"][0]) / (rb["first"][0] - rb["tf"][0])
+              for (_, rf, _), (_, rb, _) in zip(runs[fw], runs[bare])]
+        if len(rs) < 5:
+            return f"ratio: median {med(rs):.2f}x"
+        lo, hi = median_interval(rs)
+        return f"ratio: median {med(rs):.2f}x (90% interval {lo:.2f}x to {hi:.2f}x)"
+
     def paired(fw: str, bare: str, c: int) -> str:
         """The median, and the quartiles, of each round's difference: steadier than a
         difference of medians."""
@@ -658,7 +670,7 @@ def report(rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy
                   f"peak RSS {rss(fw) - rss(bare):+.0f} MB; {after_tf(fw, 0) / after_tf(bare, 0):.2f}x its time "
                   "after import tensorflow")
             print(f"    the rounds' differences after import tensorflow: median {paired(fw, bare, 0)} s, "
-                  f"CPU {paired(fw, bare, 1)} s")
+                  f"CPU {paired(fw, bare, 1)} s; the rounds' own {ratios(fw, bare)}")
             if fw == "trainbus" and bare != GRAPH and workload == "defaults":
                 print(f"    target <= {TARGET_OVERHEAD} s: {verdict(differences(fw, bare, 0))}")
     if PRELOADED in runs:

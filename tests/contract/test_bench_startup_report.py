@@ -109,6 +109,32 @@ def test_from_json_pools_the_rounds_of_several_runs_and_judges_them_together(tmp
     assert "from trainbus import * after TensorFlow: 0.080 s" in out
 
 
+def test_the_rounds_own_ratio_is_the_median_of_each_rounds_ratio_not_the_ratio_of_the_medians(tmp_path):
+    path = tmp_path / "ratios.json"
+    _run_file(path, [0.0] * 5)
+    data = json.loads(path.read_text())
+    # the bare loops' medians come from round 2 (0.3 s), trainbus's from round 0 (0.5 s): the ratio of the
+    # medians is 0.5 / 0.3 = 1.67x; the rounds' own ratios are 5.0, 2.0, 1.5, 1.5, 1.4, median 1.5x
+    bare, ours = [0.1, 0.2, 0.3, 0.4, 0.5], [0.5, 0.4, 0.45, 0.6, 0.7]
+    for kind, rounds in data["runs"].items():
+        for rnd, after in zip(rounds, ours if kind == "trainbus" else bare):
+            rnd["marks"] = _marks(after)
+    path.write_text(json.dumps(data))
+    run = _report(str(path))
+    assert run.returncode == 0, run.stderr
+    line, under = run.stdout.split("trainbus over 'bare':", 1)[1].split("\n", 2)[:2]
+    assert line.endswith("; 1.67x its time after import tensorflow"), line
+    ratio = under.split("the rounds' own ratio: median ", 1)[1]
+    assert ratio.startswith("1.50x (90% interval "), under
+    lo, hi = (float(x.rstrip("x)")) for x in ratio.split("interval ", 1)[1].split(" to "))
+    assert 1.4 <= lo <= 1.5 <= hi <= 5.0
+    # too few rounds for an interval: the median alone (0.24 / 0.2, 0.241 / 0.201, 0.242 / 0.202)
+    few = _report(_run_file(tmp_path / "few.json", [0.04] * 3))
+    assert few.returncode == 0, few.stderr
+    assert few.stdout.split("trainbus over 'bare':", 1)[1].split("\n", 2)[1].endswith(
+        "the rounds' own ratio: median 1.20x"), few.stdout
+
+
 def test_from_json_refuses_a_file_it_did_not_write_and_runs_of_other_kinds(tmp_path):
     a = _run_file(tmp_path / "a.json", [0.02] * 5)
     other = _run_file(tmp_path / "other.json", [0.02] * 5, kinds=("trainbus", "bare"))
