@@ -400,10 +400,14 @@ def median_interval(diffs: list[float], level: float = 0.90, resamples: int = 20
     return meds[int(tail * resamples)], meds[min(resamples - 1, int((1.0 - tail) * resamples))]
 
 
+#: the fewest rounds a bootstrap interval is given for
+MIN_ROUNDS = 5
+
+
 def verdict(diffs: list[float], target: float = TARGET_OVERHEAD) -> str:
     """Whether the rounds' differences show the median overhead at or below ``target``."""
-    if len(diffs) < 5:
-        return f"not decided: {len(diffs)} rounds are too few for an interval (run at least 5)"
+    if len(diffs) < MIN_ROUNDS:
+        return f"not decided: {len(diffs)} rounds are too few for an interval (run at least {MIN_ROUNDS})"
     lo, hi = median_interval(diffs)
     span = f"90% interval of the median {lo:+.3f} to {hi:+.3f} s"
     if hi <= target:
@@ -604,18 +608,21 @@ def report(rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy
     def rss(name: str) -> float:
         return med([kb / 1024 for _, _, kb in runs[name]])
 
-    def differences(fw: str, bare: str, c: int) -> list[float]:
-        """Each round's difference after import tensorflow (the kinds of a round run back to back,
+    def by_round(fw: str, bare: str, c: int) -> list[tuple[float, float]]:
+        """Each round's two times after import tensorflow (the kinds of a round run back to back,
         so the load a round met hits both)."""
-        return sorted((rf["first"][c] - rf["tf"][c]) - (rb["first"][c] - rb["tf"][c])
-                      for (_, rf, _), (_, rb, _) in zip(runs[fw], runs[bare]))
+        return [(rf["first"][c] - rf["tf"][c], rb["first"][c] - rb["tf"][c])
+                for (_, rf, _), (_, rb, _) in zip(runs[fw], runs[bare])]
+
+    def differences(fw: str, bare: str, c: int) -> list[float]:
+        """Each round's difference after import tensorflow."""
+        return sorted(a - b for a, b in by_round(fw, bare, c))
 
     def ratios(fw: str, bare: str) -> str:
         """The median of each round's ratio of the two times after import tensorflow, with its 90%
         bootstrap interval: how far the ratio itself moves from round to round."""
-        rs = [(rf["first"][0] - rf["tf"][0]) / (rb["first"][0] - rb["tf"][0])
-              for (_, rf, _), (_, rb, _) in zip(runs[fw], runs[bare])]
-        if len(rs) < 5:
+        rs = [a / b for a, b in by_round(fw, bare, 0)]
+        if len(rs) < MIN_ROUNDS:
             return f"ratio: median {med(rs):.2f}x"
         lo, hi = median_interval(rs)
         return f"ratio: median {med(rs):.2f}x (90% interval {lo:.2f}x to {hi:.2f}x)"
