@@ -64,6 +64,10 @@ The overhead's target is judged on the median of the rounds' differences, with i
 interval (the rounds resampled 2000 times, a fixed seed): **met** when the whole interval is at or
 below 0.05 s, **not met** when the whole interval is above, else **not decided by this run** (the
 rounds scatter more than the distance to the target: run more).
+With tensorpack measured, trainbus's overhead over its bare loop is also set against tensorpack's over the
+bare loop of tensorpack's interpreter, round by round (each round's difference of the two overheads), and
+judged the same way against the target the benchmark proposes in place of the issue's: trainbus's overhead
+at most tensorpack's (the median of those differences at or below 0).
 ``--json PATH`` writes every measurement of the run; ``--from-json A.json B.json ...`` prints the
 report again from such files, several runs pooled as one (their rounds together), without running
 anything: three runs of 15 rounds judge the target on 45 rounds (each run once: the same run twice is refused).
@@ -630,7 +634,9 @@ def report(rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy
     def paired(fw: str, bare: str, c: int) -> str:
         """The median, and the quartiles, of each round's difference: steadier than a
         difference of medians."""
-        diffs = differences(fw, bare, c)
+        return spread(differences(fw, bare, c))
+
+    def spread(diffs: list[float]) -> str:
         if len(diffs) < 2:
             return f"{med(diffs):+.3f}"
         q1, _, q3 = statistics.quantiles(diffs, n=4)
@@ -680,6 +686,15 @@ def report(rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy
                   f"CPU {paired(fw, bare, 1)} s; the rounds' own {ratios(fw, bare)}")
             if fw == "trainbus" and bare != GRAPH and workload == "defaults":
                 print(f"    target <= {TARGET_OVERHEAD} s: {verdict(differences(fw, bare, 0))}")
+    if "tensorpack" in runs:
+        # each framework's overhead over the bare loop of its own interpreter, in the same round
+        rel = sorted((a - b) - (p - q) for (a, b), (p, q) in zip(by_round("trainbus", "bare", 0),
+                                                                  by_round("tensorpack", TP_BARE, 0)))
+        print(f"trainbus's overhead over 'bare' against tensorpack's over {TP_BARE!r}, round by round after import "
+              f"tensorflow: median {spread(rel)} s; trainbus's the smaller in {sum(d < 0 for d in rel)} of "
+              f"{len(rel)} rounds")
+        if workload == "defaults":
+            print(f"    proposed target, trainbus's overhead <= tensorpack's: {verdict(rel, target=0.0)}")
     if PRELOADED in runs:
         named = max((len(r.get("modules", ())) for _, r, _ in runs["trainbus"]), default=0)
         after = max((len(r.get("modules", ())) for _, r, _ in runs[PRELOADED]), default=0)

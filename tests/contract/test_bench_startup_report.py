@@ -135,6 +135,47 @@ def test_the_rounds_own_ratio_is_the_median_of_each_rounds_ratio_not_the_ratio_o
         "the rounds' own ratio: median 1.20x"), few.stdout
 
 
+#: the kinds of a run with --tensorpack-python: trainbus's four, tensorpack and its three bare loops
+TP_KINDS = ("trainbus", "bare", "bare, same logging", "bare, same graph", "tensorpack", "bare (tp python)",
+            "bare, same logging (tp python)", "bare, same graph (tp python)")
+
+
+def _with_tensorpack(path, ours: list[float], theirs: list[float], workload: str = "defaults") -> str:
+    """A run beside tensorpack: in round i trainbus takes ``ours[i]`` more than its bare loop (0.2 s after
+    import tensorflow), tensorpack ``theirs[i]`` more than its own (0.25 s)."""
+    _run_file(path, [0.0] * len(ours), kinds=TP_KINDS, workload=workload)
+    data = json.loads(path.read_text())
+    for kind, rounds in data["runs"].items():
+        for rnd, a, b in zip(rounds, ours, theirs):
+            base = 0.25 if "tp python" in kind or kind == "tensorpack" else 0.2
+            rnd["marks"] = _marks(base + {"trainbus": a, "tensorpack": b}.get(kind, 0.0))
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_trainbus_overhead_is_set_against_tensorpacks_round_by_round(tmp_path):
+    # the rounds' own differences: -0.30 -0.37 -0.26 -0.41 -0.33 +0.05 -0.12, median -0.30; the difference of
+    # the two overheads' medians would be 0.10 - 0.42 = -0.32
+    ours = [0.10, 0.08, 0.12, 0.09, 0.11, 0.10, 0.30]
+    theirs = [0.40, 0.45, 0.38, 0.50, 0.44, 0.05, 0.42]
+    run = _report(_with_tensorpack(tmp_path / "tp.json", ours, theirs))
+    assert run.returncode == 0, run.stderr
+    line, under = run.stdout.split("trainbus's overhead over 'bare' against tensorpack's over 'bare (tp python)', "
+                                   "round by round after import tensorflow: ", 1)[1].split("\n", 2)[:2]
+    assert line.startswith("median -0.300 (quartiles "), line
+    assert line.endswith("s; trainbus's the smaller in 6 of 7 rounds"), line
+    assert under.strip().startswith("proposed target, trainbus's overhead <= tensorpack's: met (90% interval"), under
+    # tensorpack's the smaller in every round: not met
+    worse = _report(_with_tensorpack(tmp_path / "worse.json", [0.2] * 6, [0.1, 0.12, 0.09, 0.11, 0.1, 0.1]))
+    assert "trainbus's the smaller in 0 of 6 rounds" in worse.stdout
+    assert "proposed target, trainbus's overhead <= tensorpack's: NOT met (90% interval" in worse.stdout
+    # the queue workload is compared too, but judged against no target; without tensorpack there is no comparison
+    queue = _report(_with_tensorpack(tmp_path / "q.json", ours, theirs, workload="queue")).stdout
+    assert "trainbus's the smaller in 6 of 7 rounds" in queue and "proposed target" not in queue
+    alone = _report(_run_file(tmp_path / "alone.json", [0.01] * 5)).stdout
+    assert "against tensorpack's" not in alone and "proposed target" not in alone
+
+
 def test_from_json_refuses_a_file_it_did_not_write_and_runs_of_other_kinds(tmp_path):
     a = _run_file(tmp_path / "a.json", [0.02] * 5)
     other = _run_file(tmp_path / "other.json", [0.02] * 5, kinds=("trainbus", "bare"))
