@@ -637,6 +637,7 @@ def report(rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy
         return spread(differences(fw, bare, c))
 
     def spread(diffs: list[float]) -> str:
+        """The median of ``diffs`` and, from two of them on, their quartiles."""
         if len(diffs) < 2:
             return f"{med(diffs):+.3f}"
         q1, _, q3 = statistics.quantiles(diffs, n=4)
