@@ -109,18 +109,24 @@ def test_from_json_pools_the_rounds_of_several_runs_and_judges_them_together(tmp
     assert "from trainbus import * after TensorFlow: 0.080 s" in out
 
 
+def _set_times(path, after) -> str:
+    """Rewrite a file of ``_run_file``: each kind's round i reaches its first step ``after(kind, i)`` seconds
+    after import tensorflow."""
+    data = json.loads(path.read_text())
+    for kind, rounds in data["runs"].items():
+        for i, rnd in enumerate(rounds):
+            rnd["marks"] = _marks(after(kind, i))
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
 def test_the_rounds_own_ratio_is_the_median_of_each_rounds_ratio_not_the_ratio_of_the_medians(tmp_path):
     path = tmp_path / "ratios.json"
     _run_file(path, [0.0] * 5)
-    data = json.loads(path.read_text())
     # the bare loops' medians come from round 2 (0.3 s), trainbus's from round 0 (0.5 s): the ratio of the
     # medians is 0.5 / 0.3 = 1.67x; the rounds' own ratios are 5.0, 2.0, 1.5, 1.5, 1.4, median 1.5x
     bare, ours = [0.1, 0.2, 0.3, 0.4, 0.5], [0.5, 0.4, 0.45, 0.6, 0.7]
-    for kind, rounds in data["runs"].items():
-        for rnd, after in zip(rounds, ours if kind == "trainbus" else bare):
-            rnd["marks"] = _marks(after)
-    path.write_text(json.dumps(data))
-    run = _report(str(path))
+    run = _report(_set_times(path, lambda kind, i: (ours if kind == "trainbus" else bare)[i]))
     assert run.returncode == 0, run.stderr
     line, under = run.stdout.split("trainbus over 'bare':", 1)[1].split("\n", 2)[:2]
     assert line.endswith("; 1.67x its time after import tensorflow"), line
@@ -144,13 +150,12 @@ def _with_tensorpack(path, ours: list[float], theirs: list[float], workload: str
     """A run beside tensorpack: in round i trainbus takes ``ours[i]`` more than its bare loop (0.2 s after
     import tensorflow), tensorpack ``theirs[i]`` more than its own (0.25 s)."""
     _run_file(path, [0.0] * len(ours), kinds=TP_KINDS, workload=workload)
-    data = json.loads(path.read_text())
-    for kind, rounds in data["runs"].items():
-        for rnd, a, b in zip(rounds, ours, theirs):
-            base = 0.25 if "tp python" in kind or kind == "tensorpack" else 0.2
-            rnd["marks"] = _marks(base + {"trainbus": a, "tensorpack": b}.get(kind, 0.0))
-    path.write_text(json.dumps(data))
-    return str(path)
+
+    def after(kind: str, i: int) -> float:
+        base = 0.25 if "tp python" in kind or kind == "tensorpack" else 0.2
+        return base + {"trainbus": ours[i], "tensorpack": theirs[i]}.get(kind, 0.0)
+
+    return _set_times(path, after)
 
 
 def test_trainbus_overhead_is_set_against_tensorpacks_round_by_round(tmp_path):
