@@ -21,6 +21,19 @@ FORMER_ALIASES = ("trainbus._manager", "trainbus._registry", "trainbus._catalogu
                   "trainbus.config_file")
 
 
+#: parsed sources, by path and text: each check walks the same files, parsed once per process
+_TREES: dict[tuple[str, str], ast.Module] = {}
+
+
+def _tree(path: Path) -> ast.Module:
+    """``path`` parsed; the tree is shared by the checks, which only read it."""
+    text = path.read_text()
+    key = (str(path), text)
+    if key not in _TREES:
+        _TREES[key] = ast.parse(text, filename=str(path))
+    return _TREES[key]
+
+
 def _module_name(path: Path, base: Path, package: str) -> str:
     rel = path.relative_to(base).with_suffix("")
     parts = [package, *rel.parts]
@@ -31,7 +44,7 @@ def _module_name(path: Path, base: Path, package: str) -> str:
 
 def _imports(path: Path, module: str) -> list[tuple[str, int]]:
     """Every module ``path`` imports (absolute names; ``from a import b`` gives ``a.b`` too)."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = _tree(path)
     is_pkg = path.name == "__init__.py"
     out = []
     for node in ast.walk(tree):
@@ -163,7 +176,7 @@ def test_no_import_cycle_among_core_modules():
 
 
 def _private_attribute_uses(path: Path) -> list[tuple[int, str]]:
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = _tree(path)
     found = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Attribute) or not node.attr.startswith("_") or node.attr.startswith("__"):
@@ -192,7 +205,7 @@ def test_no_pluggy_private_api_anywhere():
     for pkg in PLUGINS:
         files += sorted(pkg.rglob("*.py"))
     for path in files:
-        tree = ast.parse(path.read_text(), filename=str(path))
+        tree = _tree(path)
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pluggy._"):
                 bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: from {node.module} import ...")
@@ -243,7 +256,7 @@ RE_EXPORTS = {
 
 def _only_reexports(path: Path) -> bool:
     """The module's body is only a docstring, imports and ``__all__``."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = _tree(path)
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             continue
@@ -257,7 +270,7 @@ def _only_reexports(path: Path) -> bool:
 
 def _replaces_a_module(path: Path) -> list[int]:
     """Lines that assign into ``sys.modules`` (a module standing in for another)."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = _tree(path)
     return [node.lineno for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AugAssign))
             for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
             if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Attribute) and t.value.attr == "modules"]
@@ -266,7 +279,7 @@ def _replaces_a_module(path: Path) -> list[int]:
 def _lazy_submodule_names(path: Path) -> set[str]:
     """The names in the module-level sets/frozensets a package's ``__getattr__`` imports as submodules
     (``_LAZY_MODULES``, ``_SUBMODULES``)."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = _tree(path)
     names: set[str] = set()
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", "") in ("_LAZY_MODULES", "_SUBMODULES")
@@ -301,10 +314,10 @@ def _trainer_class_names() -> set[str]:
         names |= set(tomllib.loads(pp.read_text())["project"].get("entry-points", {}).get("trainbus.train", {}))
     for pkg in PLUGINS:
         for path in pkg.rglob("*.py"):
-            tree = ast.parse(path.read_text(), filename=str(path))
+            tree = _tree(path)
             names |= {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and "Trainer" in n.name}
     for path in (CORE / "train").rglob("*.py"):  # the core's own trainers (SimpleTrainer, NoOpTrainer)
-        tree = ast.parse(path.read_text(), filename=str(path))
+        tree = _tree(path)
         names |= {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name.endswith("Trainer")}
     registry = ast.parse((CORE / "bus" / "registry.py").read_text())
     names |= {c.value for c in ast.walk(registry) if isinstance(c, ast.Constant) and isinstance(c.value, str)
@@ -314,7 +327,7 @@ def _trainer_class_names() -> set[str]:
 
 def _class_name_matches(path: Path, names: set[str]) -> list[tuple[int, str]]:
     """Comparisons (``==``, ``in``, ``str.startswith``/``endswith``) against a string in ``names``."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = _tree(path)
     found = []
 
     def strings(node: ast.AST) -> list[str]:
@@ -359,7 +372,7 @@ def test_the_plugin_api_version_is_metadata_of_its_own():
         if any("plugin-api" in k for k in project.get("keywords", [])):
             bad.append(f"{pp.relative_to(ROOT)}: a plugin-api keyword")
     for path in CORE_MODULES.values():
-        tree = ast.parse(path.read_text(), filename=str(path))
+        tree = _tree(path)
         bad += [f"{path.relative_to(ROOT)}:{c.lineno} reads the Keywords metadata" for c in ast.walk(tree)
                 if isinstance(c, ast.Constant) and c.value == "Keywords"]
     assert not bad, "\n".join(bad)
@@ -375,7 +388,7 @@ FRAME_ATTRIBUTES = frozenset({"f_locals", "f_back", "f_globals", "f_code", "tb_f
 def _frame_reads(path: Path) -> list[tuple[int, str]]:
     """Reads of stack frames: ``.f_locals``, ``.f_back``, ``.tb_frame``, ``sys._getframe()``,
     ``inspect.currentframe()``/``inspect.stack()``, ``traceback.walk_tb()``... (attributes or names)."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = _tree(path)
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr in FRAME_ATTRIBUTES:
@@ -452,7 +465,7 @@ def _assigned(node: ast.AST) -> list[ast.AST]:
 def _private_writes(path: Path) -> list[tuple[int, str]]:
     """Assignments to ``x._name`` (also ``for x._name in``, ``x._name += 1``, ``setattr(x, "_name", v)``)
     where ``x`` is not ``self`` or ``cls``: one object writing another's private state."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = _tree(path)
     found = []
 
     def private(name: str) -> bool:
@@ -499,7 +512,7 @@ def test_pluggys_implementations_are_walked_by_the_bus_alone():
         files += sorted(pkg.rglob("*.py"))
     bad = []
     for path in files:
-        tree = ast.parse(path.read_text(), filename=str(path))
+        tree = _tree(path)
         bad += [f"{path.relative_to(ROOT)}:{n.lineno}: .{n.attr}" for n in ast.walk(tree)
                 if isinstance(n, ast.Attribute) and n.attr in ("get_hookimpls", "_hookimpls")]
     assert not bad, "only trainbus.bus walks a hook's implementations (trainbus.bus.dispatch):\n" + "\n".join(bad)

@@ -41,6 +41,15 @@ PAGE_OPT_PACKAGES: dict[str, tuple[str, ...]] = {
     "imgaug.md": ("image",),  # OpenCV: trainbus-dataflow[image]
 }
 
+# Pages whose python blocks another test module runs, each block alone in a namespace of its own
+# and with its output checked: running the page here too would run every block twice (the
+# MLflow and Comet examples of docs/monitors.md take seconds). That module must run every python
+# block of the page, word for word, and the page may mark none "not-run"
+# (test_pages_run_elsewhere_are_run_there).
+PAGES_RUN_ELSEWHERE: dict[str, str] = {
+    "docs/monitors.md": "tests/monitors/test_monitors_docs.py",
+}
+
 # Blocks of pages this module's authors may not edit, known to fail, with the fix they need.
 # The xfail is strict: once the page is fixed, the test passes and this entry must go.
 KNOWN_BROKEN: dict[str, str] = {
@@ -89,7 +98,8 @@ def _page_param(page: pathlib.Path):
 
 
 def _python_pages() -> list:
-    return [_page_param(p) for p in PAGES if any(b.lang == "python" for b in blocks_of(p))]
+    return [_page_param(p) for p in PAGES if any(b.lang == "python" for b in blocks_of(p))
+            and str(p.relative_to(ROOT)) not in PAGES_RUN_ELSEWHERE]
 
 
 def _toml_blocks() -> list:
@@ -104,6 +114,25 @@ def test_blocks_are_found_and_every_not_run_has_a_reason() -> None:
         if b.not_run is not None:
             assert b.not_run, f"{b.where}: <!-- not-run: ... --> must say why the block cannot run here"
             assert b.lang in ("python", "toml"), f"{b.where}: not-run marks a {b.lang} block, which never runs"
+
+
+@pytest.mark.parametrize("page,runner", sorted(PAGES_RUN_ELSEWHERE.items()))
+def test_pages_run_elsewhere_are_run_there(page: str, runner: str) -> None:
+    """The module a page is left to runs each of the page's python blocks: its ``BLOCKS`` (what
+    its tests run) are the page's python blocks, in order, none of them marked not-run."""
+    import importlib.util
+
+    blocks = [b for b in blocks_of(ROOT / page) if b.lang == "python"]
+    assert blocks and not [b.where for b in blocks if b.not_run is not None], f"{page} has not-run blocks"
+    spec = importlib.util.spec_from_file_location("_page_runner", ROOT / runner)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert [c.strip() for c in module.BLOCKS] == [b.code.strip() for b in blocks], \
+        f"{runner} does not run the python blocks of {page} as the page has them"
+    runs = getattr(module, "test_example_runs")
+    params = next(m for m in runs.pytestmark if m.name == "parametrize").args[1]
+    indexes = [getattr(p, "values", (p,))[0] for p in params]
+    assert indexes == list(range(len(blocks))), f"{runner} runs blocks {indexes} of {len(blocks)}"
 
 
 @pytest.fixture

@@ -99,7 +99,9 @@ class FreshVenv:
     interpreter of this environment that imported TensorFlow (and nothing of trainbus) once
     the environment's site-packages had what the command sees, and forks a process per
     command. Anything that changes site-packages (pip) makes the next command start a new
-    zygote, so a command never sees an older environment than a new interpreter would."""
+    zygote, so a command never sees an older environment than a new interpreter would. A command
+    that imports no TensorFlow (listing the distributions, ``trainbus new-plugin``) is run with
+    ``zygote=False``: a new interpreter for it costs a tenth of a second, a zygote seconds."""
 
     path: pathlib.Path
     wheels: pathlib.Path
@@ -163,9 +165,11 @@ class FreshVenv:
             self._zygote.close()
             self._zygote = None
 
-    def run(self, *args: str, check: bool = True, cwd: str | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    def run(self, *args: str, check: bool = True, cwd: str | None = None, timeout: float = 300,
+            zygote: bool = True) -> subprocess.CompletedProcess:
         cmd = self._python_command(args)
-        if self.use_zygote and cmd is not None and (cmd[1:2] in (["-c"], ["-m"]) or not cmd[1].startswith("-")):
+        if (zygote and self.use_zygote and cmd is not None
+                and (cmd[1:2] in (["-c"], ["-m"]) or not cmd[1].startswith("-"))):
             r = self.zygote().run(cmd, cwd=cwd or os.getcwd(), env=self.env(), timeout=timeout)
         else:
             r = subprocess.run(list(args), capture_output=True, text=True, env=self.env(), cwd=cwd, timeout=timeout)
@@ -173,12 +177,13 @@ class FreshVenv:
             raise AssertionError(f"{' '.join(args)} exited {r.returncode}:\n{r.stdout}\n{r.stderr}")
         return r
 
-    def py(self, code: str, check: bool = True, cwd: str | None = None) -> subprocess.CompletedProcess:
-        return self.run(self.python, "-c", code, check=check, cwd=cwd)
+    def py(self, code: str, check: bool = True, cwd: str | None = None,
+           zygote: bool = True) -> subprocess.CompletedProcess:
+        return self.run(self.python, "-c", code, check=check, cwd=cwd, zygote=zygote)
 
-    def py_json(self, code: str) -> object:
+    def py_json(self, code: str, zygote: bool = True) -> object:
         """Run ``code`` (which prints one JSON document on its last line) and return it."""
-        out = self.py(code).stdout.strip().splitlines()
+        out = self.py(code, zygote=zygote).stdout.strip().splitlines()
         return json.loads(out[-1])
 
     def distributions(self) -> dict[str, str]:
@@ -186,7 +191,7 @@ class FreshVenv:
         return self.py_json(
             "import json, importlib.metadata as m\n"
             "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions() "
-            "if d.metadata['Name'].startswith('trainbus')}))"
+            "if d.metadata['Name'].startswith('trainbus')}))", zygote=False,
         )  # type: ignore[return-value]
 
 

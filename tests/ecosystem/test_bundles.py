@@ -135,7 +135,7 @@ def test_standard_bundle_in_a_fresh_environment(fresh_venv, tmp_path) -> None:
     venv = fresh_venv("standard", zygote=True)
     # nothing of trainbus is visible before the install: the test environment does not leak
     assert venv.distributions() == {}
-    assert "No module named 'trainbus'" in venv.py("import trainbus", check=False).stderr
+    assert "No module named 'trainbus'" in venv.py("import trainbus", check=False, zygote=False).stderr
     venv.install("trainbus[standard]")
     _check_bundle(venv, "standard", bundles)
     # the defaults are complete (no "missing" warning) and a real run with them writes its files

@@ -101,15 +101,15 @@ def test_new_plugin_scaffold_installs_and_passes_its_tests(fresh_venv, tmp_path)
     venv.install("trainbus[standard]")
     target = tmp_path / "mine"
     trainbus_cmd = str(venv.path / "bin" / "trainbus")
-    r = venv.run(trainbus_cmd, "new-plugin", "grad-stats", "--dir", str(target))
+    r = venv.run(trainbus_cmd, "new-plugin", "grad-stats", "--dir", str(target), zygote=False)  # no TensorFlow
     assert "trainbus.callbacks.GradStatsCallback" in r.stdout
     files = sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file())
     assert files == ["README.md", "pyproject.toml", "src/trainbus_grad_stats/__init__.py",
                      "src/trainbus_grad_stats/py.typed", "tests/test_trainbus_grad_stats.py"]
     # refuses to overwrite, and refuses unusable names, with the reason
-    again = venv.run(trainbus_cmd, "new-plugin", "grad-stats", "--dir", str(target), check=False)
+    again = venv.run(trainbus_cmd, "new-plugin", "grad-stats", "--dir", str(target), check=False, zygote=False)
     assert again.returncode == 2 and "exists and is not empty" in again.stderr
-    bad = venv.run(trainbus_cmd, "new-plugin", "Grad Stats", "--dir", str(tmp_path / "x"), check=False)
+    bad = venv.run(trainbus_cmd, "new-plugin", "Grad Stats", "--dir", str(tmp_path / "x"), check=False, zygote=False)
     assert bad.returncode == 2 and "lowercase letters, digits and single dashes" in bad.stderr
     # the printed next step: `pip install -e '<dir>[test]' && (cd <dir> && pytest)`, and nothing else
     lines = r.stdout.splitlines()

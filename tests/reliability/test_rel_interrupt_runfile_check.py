@@ -12,12 +12,11 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from relutil import default_signal_dispositions, wait_for
+from subprocs import trainbus_train, wait_for  # tests/_support
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -58,10 +57,9 @@ logdir_action = "{action}"
 
 
 def _trainbus_train(cwd: Path, run_file: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "trainbus", "train", str(run_file)], cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", TRAINBUS_DEBUG="0"),
-                            start_new_session=True, preexec_fn=default_signal_dispositions)
+    """``python -m trainbus train RUN_FILE`` in a session of its own, forked from the worker's
+    zygote: TensorFlow is imported before the run file is checked either way."""
+    return trainbus_train(run_file, cwd, env={"TRAINBUS_DEBUG": "0"})
 
 
 def _snapshot(d: Path) -> dict[str, tuple[int, bytes]]:

@@ -1,13 +1,15 @@
-"""Every Python example of docs/datasets.md runs as written (in a fresh interpreter, no network)."""
+"""Every Python example of docs/datasets.md runs as written, each in a process of its own (forked from
+the worker's zygote, tests/_support/zygote.py: TensorFlow imported, nothing of trainbus), no network."""
 
 from __future__ import annotations
 
 import os
 import pathlib
-import subprocess
 import sys
 
 import pytest
+
+import zygote  # tests/_support
 
 DOC = pathlib.Path(__file__).resolve().parents[3] / "docs" / "datasets.md"
 
@@ -26,8 +28,7 @@ def test_example_runs(index, tmp_path):
     code = blocks()[index]
     # TMPDIR: the example's mkdtemp() folders go into tmp_path, which pytest removes
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", TRAINBUS_DATASET=str(tmp_path), TMPDIR=str(tmp_path))
-    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                       env=env)
+    r = zygote.run([sys.executable, "-c", code], cwd=tmp_path, timeout=120, env=env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     out = r.stdout
     if "Mnist(" in code:
