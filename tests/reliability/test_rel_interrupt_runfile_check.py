@@ -56,10 +56,11 @@ logdir_action = "{action}"
 """
 
 
-def _trainbus_train(cwd: Path, run_file: Path) -> subprocess.Popen:
-    """``python -m trainbus train RUN_FILE`` in a session of its own, forked from the worker's
-    zygote: TensorFlow is imported before the run file is checked either way."""
-    return trainbus_train(run_file, cwd, env={"TRAINBUS_DEBUG": "0"})
+def _trainbus_train(cwd: Path, run_file: Path, fresh: bool) -> subprocess.Popen:
+    """``python -m trainbus train RUN_FILE`` in a session of its own: in a new interpreter when
+    ``fresh`` (as a user starts it: TensorFlow is not imported yet while the run file's modules
+    are), else forked from the worker's zygote (tests/_support/zygote.py)."""
+    return trainbus_train(run_file, cwd, env={"TRAINBUS_DEBUG": "0"}, fresh=fresh)
 
 
 def _snapshot(d: Path) -> dict[str, tuple[int, bytes]]:
@@ -73,7 +74,7 @@ def test_signal_while_the_run_file_is_checked(tmp_path: Path, sig: signal.Signal
     # an earlier run leaves a checkpoint in the log directory
     first = tmp_path / "first.toml"
     first.write_text(_RUN_FILE.format(model="tinyrun:LinearNet", logdir=logdir, action="k"))
-    done = _trainbus_train(tmp_path, first)
+    done = _trainbus_train(tmp_path, first, fresh=False)  # the earlier run: a zygote's child will do
     out, err = done.communicate(timeout=START_LIMIT)
     assert done.returncode == 0, err[-3000:]
     assert 'model_checkpoint_path: "model-4"' in (logdir / "checkpoint").read_text()
@@ -84,7 +85,7 @@ def test_signal_while_the_run_file_is_checked(tmp_path: Path, sig: signal.Signal
     (tmp_path / "slow_user_module.py").write_text(_BLOCKING_MODULE.format(marker=str(marker)))
     second = tmp_path / "second.toml"
     second.write_text(_RUN_FILE.format(model="slow_user_module:Net", logdir=logdir, action="d"))
-    proc = _trainbus_train(tmp_path, second)
+    proc = _trainbus_train(tmp_path, second, fresh=True)  # interrupted before it imports TensorFlow
     try:
         wait_for(marker.exists, START_LIMIT, "the run file's module to start importing", proc)
         proc.send_signal(sig)
