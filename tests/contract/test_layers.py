@@ -319,7 +319,7 @@ def _trainer_class_names() -> set[str]:
     for path in (CORE / "train").rglob("*.py"):  # the core's own trainers (SimpleTrainer, NoOpTrainer)
         tree = _tree(path)
         names |= {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name.endswith("Trainer")}
-    registry = ast.parse((CORE / "bus" / "registry.py").read_text())
+    registry = _tree(CORE / "bus" / "registry.py")
     names |= {c.value for c in ast.walk(registry) if isinstance(c, ast.Constant) and isinstance(c.value, str)
               and c.value.endswith("Trainer")}
     return names
