@@ -68,6 +68,12 @@ With tensorpack measured, trainbus's overhead over its bare loop is also set aga
 bare loop of tensorpack's interpreter, round by round (each round's difference of the two overheads), and
 judged the same way against the target the benchmark proposes in place of the issue's: trainbus's overhead
 at most tensorpack's (the median of those differences at or below 0).
+On the defaults workload the report also gives the target's floor: the same-logging and same-graph
+loops over the bare loop of their interpreter, round by round, with the 90% interval of the median.
+That is the defaults' own work done by hand with no framework imported; a framework's overhead over
+the bare loop is that plus its own code, so the target less the floor's interval is the room the
+target leaves the framework's import and machinery ("none" when the work by hand alone is at or
+above the target in the whole interval).
 ``--json PATH`` writes every measurement of the run; ``--from-json A.json B.json ...`` prints the
 report again from such files, several runs pooled as one (their rounds together), without running
 anything: three runs of 15 rounds judge the target on 45 rounds (each run once: the same run twice is refused).
@@ -330,6 +336,21 @@ def child_star(package: str) -> None:
     print("SECONDS", time.perf_counter() - t, time.process_time() - c)
 
 
+def child_least() -> None:
+    """The least a framework built on pluggy and entry points imports after TensorFlow: pluggy, and
+    the bus finding the installed plugins (trainbus's registry module and its one entry-point scan)."""
+    import tensorflow  # noqa: F401
+
+    t = time.perf_counter()
+    import pluggy  # noqa: F401
+
+    t1 = time.perf_counter()
+    from trainbus.bus import registry
+
+    registry.scan()
+    print("SECONDS", t1 - t, time.perf_counter() - t)
+
+
 def child_import() -> None:
     t, c = time.perf_counter(), time.process_time()
     import trainbus  # noqa: F401
@@ -461,7 +482,8 @@ def main() -> None:
          "trainbus-preloaded": lambda: child_framework("trainbus", workload, preload=True),
          "tensorpack": lambda: child_framework("tensorpack", workload),
          "star-trainbus": lambda: child_star("trainbus"),
-         "star-tensorpack": lambda: child_star("tensorpack"), "import": child_import}[args.child]()
+         "star-tensorpack": lambda: child_star("tensorpack"), "import": child_import,
+         "least": child_least}[args.child]()
         return
 
     if args.from_json:
@@ -504,6 +526,7 @@ def measure(args, env: dict, note: str) -> None:
     runs: dict[str, list[tuple[float, dict, int]]] = {k: [] for k, _, _ in kinds}
     star: dict[str, list[list[str]]] = {"trainbus": [], "tensorpack": []}
     imports: list[list[str]] = []
+    least: list[list[str]] = []
     plugins_cmd: list[float] = []
     for rnd in range(args.rounds + 1):  # round 0 warms caches and is not counted
         order = kinds[rnd % len(kinds):] + kinds[:rnd % len(kinds)]
@@ -525,6 +548,10 @@ def measure(args, env: dict, note: str) -> None:
         _, res, _ = spawn(sys.executable, ["--child", "import"], env)
         if rnd:
             imports.append(res["line"])
+        if args.workload == "defaults":  # for the target's floor, which is the defaults workload's
+            _, res, _ = spawn(sys.executable, ["--child", "least"], env)
+            if rnd:
+                least.append(res["line"])
         t = time.perf_counter()
         subprocess.run([sys.executable, "-m", "trainbus", "plugins"], capture_output=True, env=env, check=True)
         if rnd:
@@ -541,8 +568,9 @@ def measure(args, env: dict, note: str) -> None:
                        "runs": {name: [{"spawned": start, "marks": res, "rss_kb": rss} for start, res, rss in rs]
                                 for name, rs in runs.items()},
                        "star": star, "imports": imports, "plugins_cmd": plugins_cmd, "note": note,
-                       "tp_note": tp_note, "heavy": heavy}, f, indent=1)
-    report(args.rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy, workload=args.workload)
+                       "tp_note": tp_note, "heavy": heavy, "least": least}, f, indent=1)
+    report(args.rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy, workload=args.workload,
+           least=least)
 
 
 def pooled(paths: list[str]) -> tuple:
@@ -551,6 +579,7 @@ def pooled(paths: list[str]) -> tuple:
     rounds, kinds, runs = 0, None, {}
     star: dict[str, list] = {"trainbus": [], "tensorpack": []}
     imports: list = []
+    least: list = []
     plugins_cmd: list = []
     notes, tp_note, heavy, loads, cpus = [], None, {}, [], set()
     workload = None
@@ -586,6 +615,7 @@ def pooled(paths: list[str]) -> tuple:
         for package, lines in data["star"].items():
             star[package].extend(lines)
         imports += data["imports"]
+        least += data.get("least", [])  # runs written before it have none
         plugins_cmd += data["plugins_cmd"]
         notes.append(data["note"])
         heavy.update(data["heavy"])
@@ -594,11 +624,54 @@ def pooled(paths: list[str]) -> tuple:
     note = "; ".join(sorted({n for n in notes if n}))
     pooled_from = f"pooled from {len(paths)} runs: {', '.join(paths)}"
     return rounds, kinds, runs, star, imports, plugins_cmd, f"{note}; {pooled_from}" if note else pooled_from, \
-        tp_note, heavy, loads, "/".join(str(c) for c in sorted(cpus - {None})), workload
+        tp_note, heavy, loads, "/".join(str(c) for c in sorted(cpus - {None})), workload, least
+
+
+def floor(differences, pairs, least: list[list[str]]) -> None:
+    """What the overhead target leaves a framework's own code: the bare loops that do the defaults
+    workload's own work by hand, with no framework imported, over the bare loop of their interpreter.
+
+    ``differences(a, b, c)`` gives the rounds' differences of kind ``a`` over kind ``b``; ``pairs``
+    holds each framework's (name, bare, same logging, same graph) kinds. A framework's overhead
+    over the bare loop is its own code's cost plus this floor, so the target minus the floor's
+    interval is the room the target leaves; when the whole interval is at or above the target,
+    there is none: a framework would have to do the defaults' work faster than the loop by hand.
+    ``least`` holds the "least" children's lines (pluggy's import, and with the entry-point scan):
+    the least any framework on pluggy and entry points imports, set against that room."""
+    print(f"\nThe target's floor: the defaults' own work done by hand, no framework imported, over the bare loop "
+          f"(round by round after import tensorflow); the target <= {TARGET_OVERHEAD} s leaves a framework's own "
+          "code the target less the floor")
+    most = None
+    for fw, bare, *by_hand in pairs:
+        if fw != "trainbus" and fw != "tensorpack":
+            continue  # trainbus's other kind shares trainbus's bare loops
+        for kind in by_hand:
+            diffs = differences(kind, bare, 0)
+            q = f"median {statistics.median(diffs):+.3f} s"
+            if len(diffs) < MIN_ROUNDS:
+                print(f"  {kind!r} over {bare!r}: {q}; {len(diffs)} rounds are too few for an interval "
+                      f"(run at least {MIN_ROUNDS})")
+                continue
+            lo, hi = median_interval(diffs)
+            room = ("none: the work by hand is at or above the target in the whole interval; a framework meets "
+                    "the target only by doing it faster than by hand" if lo >= TARGET_OVERHEAD else
+                    f"{TARGET_OVERHEAD - hi:+.3f} to {TARGET_OVERHEAD - lo:+.3f} s")
+            print(f"  {kind!r} over {bare!r}: {q} (90% interval {lo:+.3f} to {hi:+.3f} s); "
+                  f"room left by the target: {room}")
+            if kind == GRAPH:  # what tensorpack's API asks of any trainer of it: the room a framework has
+                most = TARGET_OVERHEAD - lo
+    label = "  the least a framework on pluggy and entry points imports after TensorFlow"
+    if not least:
+        print(f"{label}: not measured in these runs (made before the benchmark measured it)")
+        return
+    alone, scan = med([float(x[0]) for x in least]), med([float(x[1]) for x in least])
+    room = f"; the room over {GRAPH!r} is at most {most:+.3f} s" if most is not None else ""
+    print(f"{label} (medians of {len(least)} fresh interpreters): pluggy {alone:.4f} s; pluggy, trainbus's "
+          f"registry and one entry-point scan {scan:.4f} s{room}")
 
 
 def report(rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy, loads=None, cpus=None,
-           workload="defaults") -> None:
+           workload="defaults", least=None) -> None:
     # every mark is (wall-clock time, CPU seconds of the process): c=0 wall, c=1 CPU
     def total(name: str, c: int) -> float:  # from process start (wall: from the spawn)
         return med([r["first"][0] - s if c == 0 else r["first"][1] for s, r, _ in runs[name]])
@@ -703,7 +776,9 @@ def report(rounds, kinds, runs, star, imports, plugins_cmd, note, tp_note, heavy
               f"median {paired('trainbus', PRELOADED, 0)} s, CPU {paired('trainbus', PRELOADED, 1)} s "
               f"({named} modules of trainbus's distributions and pluggy, imported before the clock started; "
               f"{'none' if not after else after} of them imported after it)")
-    if workload != "defaults":
+    if workload == "defaults":
+        floor(differences, pairs, least or [])
+    else:
         print(f"(the target <= {TARGET_OVERHEAD} s is on the defaults workload: --workload defaults)")
     if "tensorpack" not in runs:
         print(f"tensorpack: {tp_note}")

@@ -309,3 +309,85 @@ def test_the_import_is_the_difference_to_the_child_imported_beforehand_and_only_
     phases = out.split("Phases, median s [CPU s]", 1)[1].splitlines()[0]
     assert phases.split() == ["trainbus", "trainbus,", "imported", "beforehand", "bare", "bare,", "same",
                               "logging", "bare,", "same", "graph"]
+
+
+def test_the_floor_is_the_hand_written_defaults_work_over_the_bare_loop_and_the_room_it_leaves(tmp_path):
+    # round i: the bare loop 0.2 s after import tensorflow, the same-logging loop `logging[i]` more, the
+    # same-graph loop `graph[i]` more; trainbus 0.1 s more than the bare loop. The rounds' own differences
+    # have medians 0.030 and 0.060, and an interval of the median inside [0.020, 0.040] and [0.055, 0.070]
+    logging = [0.020, 0.025, 0.030, 0.030, 0.035, 0.040, 0.030]
+    graph = [0.055, 0.060, 0.060, 0.065, 0.070, 0.058, 0.062]
+    straddling = [0.030, 0.040, 0.050, 0.060, 0.070, 0.045, 0.055]  # its interval holds the target
+    path = tmp_path / "floor.json"
+    _run_file(path, [0.0] * 7, kinds=TP_KINDS)
+
+    def after(kind: str, i: int) -> float:
+        extra = {"bare, same logging": logging[i], "bare, same graph": graph[i], "trainbus": 0.1,
+                 # tensorpack's interpreter: its same-graph loop at the target or above in every round
+                 "bare, same logging (tp python)": straddling[i], "bare, same graph (tp python)": 0.05 + 0.002 * i,
+                 "tensorpack": 0.3}.get(kind, 0.0)
+        return 0.2 + extra
+
+    _set_times(path, after)
+    data = json.loads(path.read_text())
+    data["least"] = [["0.0040", "0.0090"], ["0.0035", "0.0070"], ["0.0050", "0.0100"]]  # (pluggy, with the scan)
+    path.write_text(json.dumps(data))
+    run = _report(str(path))
+    assert run.returncode == 0, run.stderr
+    section = run.stdout.split("The target's floor: the defaults' own work done by hand, no framework imported, "
+                               "over the bare loop", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    # one line per hand-written loop, of both interpreters, in this order; none of the frameworks
+    assert [ln.split(": median", 1)[0].strip() for ln in section[:4]] == [
+        "'bare, same logging' over 'bare'", "'bare, same graph' over 'bare'",
+        "'bare, same logging (tp python)' over 'bare (tp python)'",
+        "'bare, same graph (tp python)' over 'bare (tp python)'"], section
+
+    def interval(line: str) -> tuple[float, float]:
+        lo, hi = line.split("(90% interval ", 1)[1].split(" s)", 1)[0].split(" to ")
+        return float(lo), float(hi)
+
+    assert ": median +0.030 s (90% interval " in section[0]
+    lo, hi = interval(section[0])
+    assert 0.020 <= lo <= 0.030 <= hi <= 0.040
+    # the room is the target less the interval, the upper end from the lower
+    assert section[0].endswith(f"room left by the target: {0.05 - hi:+.3f} to {0.05 - lo:+.3f} s"), section[0]
+    assert ": median +0.060 s" in section[1]
+    lo, hi = interval(section[1])
+    assert 0.055 <= lo <= 0.060 <= hi <= 0.070
+    assert section[1].endswith("room left by the target: none: the work by hand is at or above the target in the "
+                               "whole interval; a framework meets the target only by doing it faster than by hand"), \
+        section[1]
+    lo, hi = interval(section[2])
+    assert lo < 0.05 < hi  # some room, or none: the room's interval runs from below 0 to above it
+    assert section[2].endswith(f"room left by the target: {0.05 - hi:+.3f} to {0.05 - lo:+.3f} s"), section[2]
+    assert section[3].endswith("only by doing it faster than by hand"), section[3]  # its rounds: 0.05 to 0.062
+    # the least import: the medians of the "least" children, set against the room over the same-graph loop
+    assert section[4] == ("  the least a framework on pluggy and entry points imports after TensorFlow (medians of 3 "
+                          "fresh interpreters): pluggy 0.0040 s; pluggy, trainbus's registry and one entry-point scan "
+                          f"0.0090 s; the room over 'bare, same graph' is at most {0.05 - interval(section[1])[0]:+.3f} s")
+    # without tensorpack, trainbus's two loops; with too few rounds, no interval; the queue workload has no floor
+    alone = _report(_run_file(tmp_path / "alone.json", [0.01] * 5)).stdout
+    assert "over 'bare (tp python)'" not in alone.split("The target's floor", 1)[1]
+    # a run written before the least import was measured says so, and pooled with one that has it, counts its lines
+    assert "the least a framework on pluggy and entry points imports after TensorFlow: not measured in these runs" \
+        in alone
+    pooled = _report(_run_file(tmp_path / "older.json", [0.01] * 5, kinds=TP_KINDS), str(path)).stdout
+    assert "imports after TensorFlow (medians of 3 fresh interpreters): pluggy 0.0040 s;" in pooled
+    few = _report(_run_file(tmp_path / "few.json", [0.01] * 3)).stdout
+    assert "'bare, same graph' over 'bare': median +0.000 s; 3 rounds are too few for an interval (run at least 5)" \
+        in few
+    queue = _report(_run_file(tmp_path / "q.json", [0.01] * 6, workload="queue")).stdout
+    assert "The target's floor" not in queue
+
+
+def test_the_least_child_times_pluggys_import_and_then_the_entry_point_scan(tmp_path):
+    import zygote  # tests/_support
+
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", TMPDIR=str(tmp_path))
+    proc = zygote.run([sys.executable, os.path.abspath(BENCH), "--child", "least"], cwd=tmp_path, env=env,
+                      timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seconds = [ln.split()[1:] for ln in proc.stdout.splitlines() if ln.startswith("SECONDS ")]
+    assert len(seconds) == 1, proc.stdout
+    alone, with_scan = (float(x) for x in seconds[0])
+    assert 0 < alone < with_scan < 5, seconds  # the scan's time includes pluggy's
