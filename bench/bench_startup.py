@@ -39,7 +39,9 @@ Keras imports each of them during every ``import tensorflow`` when it is importa
 
 Also measured, each in fresh interpreters: ``from trainbus import *`` after TensorFlow is
 imported (and ``from tensorpack import *``), ``import trainbus`` alone (and whether it imported
-TensorFlow), and the ``trainbus plugins`` command.
+TensorFlow), the ``trainbus plugins`` command, and on the defaults workload the least import of a
+framework on pluggy and entry points after TensorFlow (``import pluggy``, then trainbus's registry
+module and its one entry-point scan), set against the room the target leaves (below).
 
     python bench/bench_startup.py                       # 5 rounds
     python bench/bench_startup.py --rounds 9 --tensorpack-python /path/to/venv/bin/python
