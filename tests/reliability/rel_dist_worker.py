@@ -7,13 +7,16 @@ TRAINER is ``ps`` (DistributedTrainerParameterServer) or ``replicated``. The wor
 is ``OUT/log``) until the test signals one process. Each worker writes ``OUT/ready_w{task}``
 (its pid) after its first step and ``OUT/end_w{task}.json`` in after_train; every process
 writes ``OUT/pid_{job}{task}``. A ``TrainingInterrupted`` becomes one stderr line and exit
-status ``128 + signum``.
+status ``128 + signum``. SIGUSR1 writes every thread's Python stack to stderr (the test sends it to
+a process that did not end in time).
 """
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
+import signal
 import sys
 import time
 
@@ -50,6 +53,8 @@ class Record(Callback):
 
 
 def main():
+    # a process the test finds stuck is sent SIGUSR1 before it is killed: its threads' stacks go to its log
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     atomic_write_text(os.path.join(OUT, f"pid_{JOB}{TASK}"), str(os.getpid()))
     cluster = tf1.train.ClusterSpec({"ps": [f"127.0.0.1:{PORTS[0]}"],
                                      "worker": [f"127.0.0.1:{PORTS[1]}", f"127.0.0.1:{PORTS[2]}"]})

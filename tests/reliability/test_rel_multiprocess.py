@@ -266,6 +266,56 @@ def _free_ports(n: int) -> list[int]:
     return pick(n)
 
 
+def _stop_stuck(procs: dict, out: Path) -> list[str]:
+    """Kill what still runs of ``procs`` (name -> process, logging to ``out/<name>.log``). Each is
+    first sent SIGUSR1, which makes ``rel_dist_worker.py`` write its threads' stacks to its log.
+    Returns the names of those killed."""
+    stuck = [n for n, p in procs.items() if p.poll() is None]
+    for n in stuck:
+        try:
+            os.kill(procs[n].pid, signal.SIGUSR1)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 10.0
+    for n in stuck:
+        # the process's C signal handler writes one thread after another, all at once: the dump is
+        # whole once the log has a stack and stops growing
+        before = None
+        while procs[n].poll() is None and time.monotonic() < deadline:
+            text = (out / f"{n}.log").read_text(errors="replace")
+            if "(most recent call first)" in text and text == before:
+                break
+            before = text
+            time.sleep(0.2)
+    for n in stuck:
+        if procs[n].poll() is None:
+            os.killpg(procs[n].pid, signal.SIGKILL)
+        procs[n].wait()
+    return stuck
+
+
+def test_a_worker_that_does_not_end_is_killed_with_its_stacks_in_its_log(tmp_path):
+    # a worker whose cluster never comes up waits in its session's creation: stuck, as a hang would leave it
+    out = tmp_path / "dist"
+    out.mkdir()
+    ports = [str(p) for p in _free_ports(3)]
+    with open(out / "w1.log", "wb") as log:
+        proc = zygote.zygote().popen([sys.executable, str(DIST_WORKER), str(out), "ps", "worker", "1", *ports],
+                                     stdout=log, stderr=subprocess.STDOUT, env=_env())
+    try:
+        _wait_files([out / "pid_worker1"], START_LIMIT, [proc])
+        deadline = time.monotonic() + START_LIMIT
+        while "Creating the session ..." not in (out / "w1.log").read_text(errors="replace"):
+            assert proc.poll() is None and time.monotonic() < deadline, (out / "w1.log").read_text()
+            time.sleep(0.1)
+    finally:
+        stuck = _stop_stuck({"w1": proc}, out)
+    assert stuck == ["w1"] and proc.returncode == -signal.SIGKILL
+    log = (out / "w1.log").read_text(errors="replace")
+    assert "Thread 0x" in log and "(most recent call first)" in log, log[-3000:]
+    assert "rel_dist_worker.py" in log and "in main" in log, log[-3000:]  # the main thread's stack, down to main()
+
+
 @pytest.mark.parametrize("trainer,target,sig", [("ps", "w1", signal.SIGTERM), ("replicated", "w0", signal.SIGINT),
                                                 ("ps", "ps", signal.SIGTERM)])
 def test_distributed_signal_to_one_process_stops_every_process(tmp_path, trainer, target, sig):
@@ -282,15 +332,17 @@ def test_distributed_signal_to_one_process_stops_every_process(tmp_path, trainer
         os.kill(procs[target].pid, sig)
         t0 = time.monotonic()
         for p in procs.values():
-            p.wait(timeout=max(1.0, STOP_LIMIT - (time.monotonic() - t0)))
+            try:
+                p.wait(timeout=max(1.0, STOP_LIMIT - (time.monotonic() - t0)))
+            except subprocess.TimeoutExpired:
+                break  # reported below, with where the processes still running were
         took = time.monotonic() - t0
     finally:
-        for p in procs.values():
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+        stuck = _stop_stuck(procs, out)
     logs = {n: (out / f"{n}.log").read_text(errors="replace") for n in procs}
     name = signal.Signals(sig).name
+    assert not stuck, "still running {:.0f} s after the signal: {}\n{}".format(
+        STOP_LIMIT, ", ".join(stuck), "\n".join(f"--- {n}.log:\n{logs[n][-6000:]}" for n in stuck))
     assert took < STOP_LIMIT
     origin = {"w0": "worker 0", "w1": "worker 1", "ps": "a parameter server"}[target]
     for n, p in procs.items():
