@@ -23,6 +23,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 import zygote  # noqa: E402 - tests/_support
+from subprocs import kill_group  # noqa: E402 - tests/_support
 
 HVD_WORKER = HERE / "rel_hvd_worker.py"
 DIST_WORKER = HERE / "rel_dist_worker.py"
@@ -287,9 +288,7 @@ def _stop_stuck(procs: dict, out: Path) -> list[str]:
             before = text
             time.sleep(0.2)
     for n in stuck:
-        if procs[n].poll() is None:
-            os.killpg(procs[n].pid, signal.SIGKILL)
-        procs[n].wait()
+        kill_group(procs[n])
     return stuck
 
 
